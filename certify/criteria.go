@@ -1,0 +1,369 @@
+package certify
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/open-conduit/open-conduit/protocol"
+)
+
+// CriteriaVersion versions the criteria. It goes up by one whenever a
+// criterion is added or tightened, so a report says which rules it holds a
+// package to.
+const CriteriaVersion = 1
+
+// Criterion is one certification rule, run against one package.
+type Criterion struct {
+	// ID is stable and hierarchical ("lifecycle/handshake"): reports,
+	// baselines and --run match on it.
+	ID string
+	// Title names the criterion in a few words.
+	Title string
+	// Checks says what the criterion checks, in a sentence.
+	Checks string
+	// Section is the section of the extension protocol it enforces.
+	Section string
+	// Applies decides from the manifest whether the criterion applies; when
+	// it does not, the reason says what the manifest lacks. nil applies to
+	// every package.
+	Applies func(m *protocol.Manifest) (ok bool, reason string)
+	// Run checks the target: nil for a pass, an error wrapping ErrHarness
+	// when the runner broke, any other error for a failure.
+	Run func(ctx context.Context, t *Target) error
+}
+
+// applies reports whether c applies to m.
+func (c Criterion) applies(m *protocol.Manifest) (bool, string) {
+	if c.Applies == nil {
+		return true, ""
+	}
+	return c.Applies(m)
+}
+
+// Criteria returns every criterion of this CriteriaVersion, sorted by ID.
+func Criteria() []Criterion { return slices.Clone(criteria) }
+
+// Lookup returns the criterion with the given ID.
+func Lookup(id string) (Criterion, bool) {
+	i, ok := slices.BinarySearchFunc(criteria, id, func(c Criterion, id string) int { return strings.Compare(c.ID, id) })
+	if !ok {
+		return Criterion{}, false
+	}
+	return criteria[i], true
+}
+
+// checkCriteria refuses a set of criteria a run cannot report honestly: an
+// ID that is empty or repeated, or a criterion without a Run.
+func checkCriteria(cs []Criterion) error {
+	seen := make(map[string]bool, len(cs))
+	for _, c := range cs {
+		switch {
+		case c.ID == "":
+			return usagef("a criterion has no ID")
+		case seen[c.ID]:
+			return usagef("criterion %s is defined twice", c.ID)
+		case c.Run == nil:
+			return usagef("criterion %s has no Run", c.ID)
+		}
+		seen[c.ID] = true
+	}
+	return nil
+}
+
+// suite adapts a Suites method to a criterion's Run.
+func suite(method func(Suites, context.Context, *Target) error) func(context.Context, *Target) error {
+	return func(ctx context.Context, t *Target) error {
+		s := t.Suites
+		if s == nil {
+			s = NotWired{}
+		}
+		return method(s, ctx, t)
+	}
+}
+
+// The spec sections criteria enforce.
+const (
+	sectionManifest     = "Manifest"
+	sectionDecisions    = "Decision summary (Version, Manifest)"
+	sectionWire         = "Wire format"
+	sectionLifecycle    = "Lifecycle"
+	sectionCancellation = "Cancellation"
+	sectionTransactions = "Transactions and in-transaction calls"
+	sectionCrash        = "Crash and reconnect"
+	sectionOperations   = "Operation handlers and request IDs"
+	sectionScoping      = "Authority and scoping"
+	sectionExecutors    = "Public executor controls; Executors across extension restarts"
+	sectionSchemas      = "Event payload schema evolution"
+	sectionRouteTraces  = "Route traces"
+	sectionDisplay      = "Work display and wait descriptions"
+)
+
+// criteria is the registry, sorted by ID (a test keeps it so).
+var criteria = []Criterion{
+	{
+		ID:      "cancellation/honoured",
+		Title:   "Cancellation honoured",
+		Checks:  "a $/cancel for an in-flight request stops its handler: the package answers it cancelled (-32800) or not at all, and keeps serving other requests",
+		Section: sectionCancellation,
+		Applies: declares("the manifest declares no operation and no executor", func(m *protocol.Manifest) bool {
+			return len(m.Provides.Operations) > 0 || len(m.Provides.Executors) > 0
+		}),
+		Run: suite(Suites.Cancellation),
+	},
+	{
+		ID:      "emissions/atomic",
+		Title:   "Emissions atomic with their records",
+		Checks:  "a kv.commit batch's emissions and writes commit together or not at all: a failed precondition or refused emission applies nothing, and the records can name the emitted Event before it commits",
+		Section: sectionTransactions,
+		Applies: declaresFamilies,
+		Run:     suite(Suites.EmissionsAtomic),
+	},
+	{
+		ID:      "emissions/idempotent",
+		Title:   "Emissions idempotent by emitted ID",
+		Checks:  "emitting the same (source, delivery ID) again yields the same Event, named by its emitted ID, and not a second one",
+		Section: sectionTransactions,
+		Applies: declaresFamilies,
+		Run:     suite(Suites.EmissionsIdempotent),
+	},
+	{
+		ID:      "executor/controls",
+		Title:   "Declared executor controls",
+		Checks:  "each control and label method an executor declares (stop, forget, attach, container_attach, live, interactive_launch, interrupt, inject, resume) answers as specified",
+		Section: sectionExecutors,
+		Applies: func(m *protocol.Manifest) (bool, string) {
+			if len(m.Provides.Executors) == 0 {
+				return false, "the manifest declares no executor"
+			}
+			for _, e := range m.Provides.Executors {
+				c, l := e.Controls, e.Labels
+				if c.Stop || c.Forget || c.Attach || c.ContainerAttach || c.Live || c.InteractiveLaunch ||
+					l.Interrupt || l.Inject || l.Resume {
+					return true, ""
+				}
+			}
+			return false, "no executor declares a control"
+		},
+		Run: suite(Suites.ExecutorControls),
+	},
+	{
+		ID:      "executor/lifecycle",
+		Title:   "Executor run, wait and recover",
+		Checks:  "an executor starts a run, reports its end through wait, and after a package restart adopts the run again through recover with its persisted metadata",
+		Section: sectionExecutors,
+		Applies: declares("the manifest declares no executor", func(m *protocol.Manifest) bool { return len(m.Provides.Executors) > 0 }),
+		Run:     suite(Suites.ExecutorLifecycle),
+	},
+	{
+		ID:      "kv/atomicity",
+		Title:   "KV atomicity",
+		Checks:  "the package's KV writes go through precondition-guarded kv.commit batches that apply as one unit, and a conflict is re-read and retried rather than overwritten",
+		Section: sectionTransactions,
+		Run:     suite(Suites.KVAtomicity),
+	},
+	{
+		ID:      "kv/scoping",
+		Title:   "KV scoping",
+		Checks:  "the package reads and writes only its own KV namespaces (its name, or name. plus a suffix); a foreign namespace is refused and never attempted",
+		Section: sectionScoping,
+		Run:     suite(Suites.KVScoping),
+	},
+	{
+		ID:      "lifecycle/crash-restart",
+		Title:   "Crash, restart, configure again",
+		Checks:  "after the process is killed, pending requests fail with a transport error, and the restarted process completes initialize and configure again and serves as before",
+		Section: sectionCrash,
+		Run:     suite(Suites.CrashRestart),
+	},
+	{
+		ID:      "lifecycle/handshake",
+		Title:   "Handshake and version negotiation",
+		Checks:  "initialize answers the highest protocol version both sides list, before any other method is valid, and configure is accepted after it",
+		Section: sectionLifecycle,
+		Run:     suite(Suites.Handshake),
+	},
+	{
+		ID:      "lifecycle/manifest-match",
+		Title:   "Manifest match",
+		Checks:  "the manifest initialize returns is the manifest in the package directory",
+		Section: sectionDecisions,
+		Run:     suite(Suites.ManifestMatch),
+	},
+	{
+		ID:      "lifecycle/shutdown",
+		Title:   "Shutdown",
+		Checks:  "after shutdown the package answers new requests shutting_down, finishes or cancels in-flight work, and exits before the host's grace period ends",
+		Section: sectionLifecycle,
+		Run:     suite(Suites.Shutdown),
+	},
+	{
+		ID:      "lifecycle/stdin-eof",
+		Title:   "Exit on stdin EOF",
+		Checks:  "the package exits on its own when its stdin reaches EOF, so a crashed host leaves no orphan",
+		Section: sectionLifecycle,
+		Run:     suite(Suites.StdinEOF),
+	},
+	{
+		ID:      "lifecycle/stdout-hygiene",
+		Title:   "Stdout hygiene",
+		Checks:  "every line the package writes to stdout is a JSON-RPC message; the first line that is not is reported, cut to 200 bytes",
+		Section: sectionWire,
+		Run:     suite(Suites.StdoutHygiene),
+	},
+	{
+		ID:      "lifecycle/version-mismatch",
+		Title:   "Version mismatch refused",
+		Checks:  "an initialize offering no version the package speaks is refused with unsupported_protocol_version, the same way every time, before any other call",
+		Section: sectionDecisions,
+		Run:     suite(Suites.VersionMismatch),
+	},
+	{
+		ID:      "manifest/valid",
+		Title:   "Manifest validity",
+		Checks:  "the package directory's manifest parses strictly and keeps every manifest rule of this build",
+		Section: sectionManifest,
+		Run:     checkManifest,
+	},
+	{
+		ID:      "operations/idempotent",
+		Title:   "Operations idempotent on request ID",
+		Checks:  "a handler operation called again with the same request ID makes its effect once",
+		Section: sectionOperations,
+		Applies: func(m *protocol.Manifest) (bool, string) {
+			for _, o := range m.Provides.Operations {
+				if o.Kind == protocol.OperationKindHandler {
+					return true, ""
+				}
+			}
+			return false, "the manifest declares no handler operation"
+		},
+		Run: suite(Suites.OperationsIdempotent),
+	},
+	{
+		ID:      "routes/display",
+		Title:   "Route display within limits",
+		Checks:  "each route decision's display keeps the display limits (one line per field; title 200, ref 40, requester 100, label 60 and URL 2048 bytes; at most 8 links) and links only to http or https URLs",
+		Section: sectionDisplay,
+		Applies: func(m *protocol.Manifest) (bool, string) {
+			if len(m.Provides.Routes) == 0 {
+				return false, "the manifest declares no route handler"
+			}
+			for _, r := range m.Provides.Routes {
+				if r.Display {
+					return true, ""
+				}
+			}
+			return false, "no route handler declares a display"
+		},
+		Run: suite(Suites.RoutesDisplay),
+	},
+	{
+		ID:      "routes/pure",
+		Title:   "Route decisions pure",
+		Checks:  "route.match decides from its input alone: asked again, it answers the same and records, sends or changes nothing",
+		Section: sectionRouteTraces,
+		Applies: declares("the manifest declares no route handler", func(m *protocol.Manifest) bool { return len(m.Provides.Routes) > 0 }),
+		Run:     suite(Suites.RoutesPure),
+	},
+	{
+		ID:      "routes/samples",
+		Title:   "Route samples writable",
+		Checks:  "route.samples offers samples whose payloads the package may write, timed by the host's clock, without side effects",
+		Section: sectionRouteTraces,
+		Applies: func(m *protocol.Manifest) (bool, string) {
+			if len(m.Provides.Routes) == 0 {
+				return false, "the manifest declares no route handler"
+			}
+			for _, r := range m.Provides.Routes {
+				if r.Samples {
+					return true, ""
+				}
+			}
+			return false, "no route handler declares samples"
+		},
+		Run: suite(Suites.RouteSamples),
+	},
+	{
+		ID:      "schemas/current-version",
+		Title:   "Payloads written at the current version",
+		Checks:  "every payload the package writes carries no schema or the current (last declared) version of one of its own schema bases",
+		Section: sectionSchemas,
+		Applies: declares("the manifest declares no payload schema", func(m *protocol.Manifest) bool { return len(m.Provides.Schemas) > 0 }),
+		Run:     suite(Suites.SchemasCurrent),
+	},
+	{
+		ID:      "transactions/deadline",
+		Title:   "In-transaction methods within 250 ms",
+		Checks:  "recurrence.next, work_kind.trigger, dependency.filter and emit.commit answer within the 250 ms in-transaction deadline and make no callback while they run",
+		Section: sectionTransactions,
+		Applies: declares("the manifest declares no in-transaction method (no recurrence, work-kind trigger, dependency filter or emit commit)", declaresInTransaction),
+		Run:     suite(Suites.InTransactionDeadline),
+	},
+}
+
+// declares is an Applies that holds when has does, and otherwise gives
+// reason.
+func declares(reason string, has func(*protocol.Manifest) bool) func(*protocol.Manifest) (bool, string) {
+	return func(m *protocol.Manifest) (bool, string) {
+		if has(m) {
+			return true, ""
+		}
+		return false, reason
+	}
+}
+
+func declaresFamilies(m *protocol.Manifest) (bool, string) {
+	for _, e := range m.Provides.Extensions {
+		if len(e.Families) > 0 {
+			return true, ""
+		}
+	}
+	return false, "the manifest declares no event family"
+}
+
+func declaresInTransaction(m *protocol.Manifest) bool {
+	if len(m.Provides.Recurrences) > 0 {
+		return true
+	}
+	for _, k := range m.Provides.WorkKinds {
+		if k.Trigger {
+			return true
+		}
+	}
+	for _, o := range m.Provides.Operations {
+		if o.DependencyFilter || o.Commit {
+			return true
+		}
+	}
+	return false
+}
+
+// checkManifest is manifest/valid: the runner loaded the manifest before
+// the run, so the criterion reports what loading found.
+func checkManifest(_ context.Context, t *Target) error {
+	if t.Manifest != nil {
+		return nil
+	}
+	if t.session == nil || t.session.manifestErr == nil {
+		return Harnessf("the manifest was neither loaded nor refused")
+	}
+	return describeManifestError(t.session.manifestErr)
+}
+
+// describeManifestError lists each refusal on its own line, naming the rule
+// and the field.
+func describeManifestError(err error) error {
+	refusals := protocol.ManifestErrors(err)
+	if len(refusals) == 0 {
+		return err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "the manifest breaks %d rule(s):", len(refusals))
+	for _, r := range refusals {
+		b.WriteString("\n  ")
+		b.WriteString(r.Error())
+	}
+	return fmt.Errorf("%s", b.String())
+}

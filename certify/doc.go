@@ -1,0 +1,39 @@
+// Package certify is the certification runner behind
+// `open-conduit extension certify DIR`: it owns the versioned criteria an
+// extension package is certified against, decides which of them apply from
+// what the package's manifest declares, runs each one under a deadline, and
+// reports the results to people (a progress line per criterion and a
+// summary) and to CI (JSON, JUnit XML, a wire transcript).
+//
+// A criterion is data: a stable hierarchical ID ("lifecycle/handshake"), a
+// title, what it checks, the spec section it enforces, an applicability
+// rule over the manifest and a Run function. Apart from manifest/valid,
+// which the runner checks itself, every criterion runs one of the shared
+// conformance suites through the Suites interface; certify never holds a
+// second copy of their logic. Until a Suites implementation is wired, those
+// criteria end as harness_error, never as pass.
+//
+// Every criterion ends in exactly one Status: pass, fail, skip (it does not
+// apply to what the manifest declares; the reason is reported) or
+// harness_error (the runner itself broke; never blamed on the package). A
+// criterion that outlives its deadline fails with "criterion ID timed out
+// after D" and the run goes on; one that ignores its context is abandoned
+// after a grace period. A package that crashes or hangs fails the criterion
+// it was running, with the last wire messages and the tail of its stderr as
+// evidence, and is restarted for the next one.
+//
+// A baseline lists criteria the package is known to fail: a listed failure
+// does not fail the run, an unlisted one does, and a listed criterion that
+// no longer fails makes the run fail as a stale baseline.
+//
+// Selection: --run REGEXP runs only the criteria whose ID matches. The
+// others are left out of the report entirely (they are neither passed nor
+// skipped), the report records the pattern, and a pattern that selects no
+// criterion is a usage error, so a typo cannot pass a CI job.
+//
+// Exit status of Main: 0 when every selected criterion that applies passed
+// (after the baseline), 1 when one failed or a baseline entry is stale, 2
+// for a usage error, 3 when nothing failed but the harness broke.
+//
+// Run is the library entry point; Main only parses flags around it.
+package certify

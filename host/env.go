@@ -1,0 +1,30 @@
+package host
+
+import (
+	"slices"
+	"strings"
+)
+
+// BaselineEnv are the variables every extension process gets from the
+// daemon's environment when they are set. LC_* is matched as a prefix.
+var BaselineEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "TZ", "TMPDIR", "TERM"}
+
+// Environment builds an extension's environment from the daemon's: the
+// baseline (BaselineEnv and LC_*), the variables the operator grants the
+// package by name (passEnv), and GORACE in a race-detector build, each
+// only when set. Nothing else reaches the extension, so no credential or
+// host setting leaks into it by accident.
+func Environment(daemon []string, passEnv []string) []string {
+	var out []string
+	for _, kv := range daemon {
+		name, _, ok := strings.Cut(kv, "=")
+		if !ok || name == "" {
+			continue
+		}
+		if slices.Contains(BaselineEnv, name) || strings.HasPrefix(name, "LC_") ||
+			slices.Contains(passEnv, name) || (raceBuild && name == "GORACE") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}

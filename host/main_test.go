@@ -1,0 +1,166 @@
+package host_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/open-conduit/open-conduit/protocol"
+	"github.com/open-conduit/open-conduit/protocol/jsonrpc"
+)
+
+// The test binary re-runs itself as an extension: a package's command is
+// ["ext", "child:<mode>"], ext being a link to the test binary, and
+// TestMain serves the mode instead of running the tests. Each mode is a
+// deliberately well- or badly-behaved extension speaking JSON-RPC
+// directly, so the faults are exactly what a test asks for.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && strings.HasPrefix(os.Args[1], "child:") {
+		runChild(strings.TrimPrefix(os.Args[1], "child:"))
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// childModes: "good" serves the test methods; the others change one thing.
+//
+//	bad-version     initialize answers protocol version 99
+//	no-version      initialize is refused with unsupported_protocol_version
+//	bad-manifest    initialize returns a manifest that differs from the file
+//	bad-register    configure registers a source outside its namespace
+//	ignore-sigterm  ignores SIGTERM and the end of stdin
+//	detach          starts a grandchild in its own session holding stderr
+//	stderr-flood    writes 2 MiB to stderr before it serves
+//	fail-start      exits before it answers initialize
+func runChild(mode string) {
+	if mode == "stderr-flood" {
+		chunk := strings.Repeat("x", 1023) + "\n"
+		for range 2048 {
+			os.Stderr.WriteString(chunk)
+		}
+	}
+	if mode == "fail-start" {
+		fmt.Fprintln(os.Stderr, "failing at start")
+		os.Exit(2)
+	}
+	if mode == "ignore-sigterm" {
+		signal.Ignore(syscall.SIGTERM)
+	}
+	if mode == "detach" {
+		cmd := exec.Command("sleep", "60")
+		cmd.Stderr = os.Stderr
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := cmd.Start(); err == nil {
+			os.WriteFile("detached.pid", []byte(fmt.Sprint(cmd.Process.Pid)), 0o600)
+		}
+	}
+	fmt.Fprintf(os.Stderr, "child %s started\n", mode)
+	var conn *jsonrpc.Conn
+	methods := jsonrpc.Methods{
+		"initialize": func(ctx context.Context, req *jsonrpc.Request) (any, error) {
+			var p protocol.InitializeParams
+			if err := req.DecodeParams(&p); err != nil {
+				return nil, err
+			}
+			raw, err := os.ReadFile(protocol.ManifestFile)
+			if err != nil {
+				return nil, err
+			}
+			v, err := protocol.Negotiate([]protocol.Version{protocol.Version1}, p.ProtocolVersions)
+			switch mode {
+			case "bad-version":
+				v, err = 99, nil
+			case "no-version":
+				err = protocol.ErrUnsupportedProtocolVersion
+			case "bad-manifest":
+				var m map[string]any
+				json.Unmarshal(raw, &m)
+				m["version"] = "9.9.9-other"
+				raw, _ = json.Marshal(m)
+			}
+			if err != nil {
+				return nil, err
+			}
+			return protocol.InitializeResult{ProtocolVersion: v, Manifest: raw}, nil
+		},
+		"configure": func(ctx context.Context, req *jsonrpc.Request) (any, error) {
+			var p protocol.ConfigureParams
+			if err := req.DecodeParams(&p); err != nil {
+				return nil, err
+			}
+			var res protocol.ConfigureResult
+			for _, e := range p.Entries {
+				var c struct {
+					Source   string   `json:"source"`
+					Families []string `json:"families"`
+				}
+				json.Unmarshal(e.Config, &c)
+				if c.Source != "" {
+					res.Sources = append(res.Sources, protocol.SourceDecl{Name: c.Source, ScopeID: e.ScopeID, Families: c.Families})
+				}
+			}
+			if mode == "bad-register" {
+				res.Sources = append(res.Sources, protocol.SourceDecl{Name: "someone-else/x"})
+			}
+			os.WriteFile("configured.json", req.Params, 0o600)
+			return res, nil
+		},
+		"shutdown": func(ctx context.Context, req *jsonrpc.Request) (any, error) {
+			return protocol.Empty{}, nil
+		},
+		"test.echo": func(ctx context.Context, req *jsonrpc.Request) (any, error) {
+			return req.Params, nil
+		},
+		"test.env": func(ctx context.Context, req *jsonrpc.Request) (any, error) {
+			wd, _ := os.Getwd()
+			return map[string]any{"env": os.Environ(), "dir": wd}, nil
+		},
+		"test.crash": func(ctx context.Context, req *jsonrpc.Request) (any, error) {
+			os.Exit(3)
+			return nil, nil
+		},
+		"test.partial": func(ctx context.Context, req *jsonrpc.Request) (any, error) {
+			os.Stdout.WriteString(`{"jsonrpc":"2.0","id":1,"res`)
+			os.Exit(4)
+			return nil, nil
+		},
+		"test.stray": func(ctx context.Context, req *jsonrpc.Request) (any, error) {
+			os.Stdout.WriteString("debug: this is not JSON\n")
+			select {}
+		},
+		"test.hang": func(ctx context.Context, req *jsonrpc.Request) (any, error) {
+			select {}
+		},
+		// test.call makes a call to the host and answers its result or
+		// error, so a test drives the host service over the wire.
+		"test.call": func(ctx context.Context, req *jsonrpc.Request) (any, error) {
+			var p struct {
+				Method string          `json:"method"`
+				Params json.RawMessage `json:"params"`
+			}
+			if err := req.DecodeParams(&p); err != nil {
+				return nil, err
+			}
+			var raw json.RawMessage
+			if err := conn.Call(ctx, p.Method, p.Params, &raw); err != nil {
+				return nil, err
+			}
+			return raw, nil
+		},
+	}
+	conn = jsonrpc.NewConn(os.Stdin, os.Stdout, methods, &jsonrpc.Options{
+		DecodeError: func(code int, message string, data json.RawMessage) error {
+			return protocol.DecodeWireError(code, message, data)
+		},
+	})
+	<-conn.Done()
+	if mode == "ignore-sigterm" {
+		select {}
+	}
+}

@@ -1,0 +1,530 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/open-conduit/open-conduit/protocol"
+	"github.com/open-conduit/open-conduit/protocol/jsonrpc"
+	"github.com/open-conduit/open-conduit/runtime"
+)
+
+// DefaultMaxCausalDepth is the deepest a chain of derived Events may go
+// (the runtime engine's default).
+const DefaultMaxCausalDepth = 16
+
+// SecretResolver gives the current secret values of a connection. The
+// Service decides whether the extension may have them; the resolver only
+// resolves.
+type SecretResolver interface {
+	ResolveSecrets(ctx context.Context, connection string, names []string) (map[string]string, error)
+}
+
+// ServiceConfig configures the host service of one extension.
+type ServiceConfig struct {
+	// Manifest is the identity: the package the host started. Nothing the
+	// extension sends changes it.
+	Manifest *protocol.Manifest
+	// Store is the coordination store. Nil refuses every KV, state and
+	// event method (offline validation).
+	Store runtime.Store
+	// Blobs keeps artifact content; nil refuses artifact.*.
+	Blobs runtime.BlobStore
+	// Secrets resolves secret values; nil refuses secret.resolve.
+	Secrets SecretResolver
+	// MaxCausalDepth bounds derived chains (default DefaultMaxCausalDepth).
+	MaxCausalDepth int
+	// Logf receives the host's lines about refused calls.
+	Logf func(format string, args ...any)
+}
+
+// Service is the host's side of every extension-to-host method, bound to
+// one extension's identity. Call serves a call made in process (params a
+// wire value, result a pointer to the wire result); Handler serves the
+// same calls over the wire. It is safe for concurrent use.
+type Service struct {
+	cfg  ServiceConfig
+	name string
+
+	inTx atomic.Int32 // outstanding in-transaction calls
+
+	mu  sync.Mutex
+	gen generation
+	log func(format string, args ...any)
+
+	artifacts artifactTable
+}
+
+// generation is what the last successful configure established.
+type generation struct {
+	scopes      map[string]bool
+	sources     map[string]protocol.SourceDecl
+	connections map[string]protocol.Connection
+	// scopeConnections: per scope, the connections its entries and
+	// bindings name that the extension may resolve there.
+	scopeConnections map[string]map[string]bool
+}
+
+// NewService binds a service to the extension cfg.Manifest describes.
+func NewService(cfg ServiceConfig) *Service {
+	if cfg.MaxCausalDepth <= 0 {
+		cfg.MaxCausalDepth = DefaultMaxCausalDepth
+	}
+	s := &Service{cfg: cfg, name: cfg.Manifest.Name}
+	s.gen = generation{scopes: map[string]bool{}, sources: map[string]protocol.SourceDecl{},
+		connections: map[string]protocol.Connection{}, scopeConnections: map[string]map[string]bool{}}
+	return s
+}
+
+// Name is the extension the service is bound to.
+func (s *Service) Name() string { return s.name }
+
+// Configure records a configuration generation directly, as a successful
+// configure does; an in-process attachment and tests use it.
+func (s *Service) Configure(params protocol.ConfigureParams, res protocol.ConfigureResult) error {
+	if err := CheckRegistrations(s.cfg.Manifest, res); err != nil {
+		return err
+	}
+	s.setGeneration(params, res)
+	return nil
+}
+
+func (s *Service) setGeneration(params protocol.ConfigureParams, res protocol.ConfigureResult) {
+	g := generation{scopes: map[string]bool{}, sources: map[string]protocol.SourceDecl{},
+		connections: map[string]protocol.Connection{}, scopeConnections: map[string]map[string]bool{}}
+	types := map[string]bool{}
+	for _, c := range s.cfg.Manifest.Provides.Connections {
+		types[c.Type] = true
+	}
+	for _, c := range params.Connections {
+		g.connections[c.Name] = c
+	}
+	bind := func(scope, conn string) {
+		c, ok := g.connections[conn]
+		if conn == "" || !ok || !types[c.Type] {
+			return
+		}
+		if g.scopeConnections[scope] == nil {
+			g.scopeConnections[scope] = map[string]bool{}
+		}
+		g.scopeConnections[scope][conn] = true
+	}
+	for _, list := range [][]protocol.ConfigEntry{params.Entries, params.Disabled} {
+		for _, e := range list {
+			g.scopes[e.ScopeID] = true
+			bind(e.ScopeID, e.Connection)
+			for _, b := range e.BindingConnections {
+				bind(e.ScopeID, b)
+			}
+		}
+	}
+	for _, src := range res.Sources {
+		g.sources[src.Name] = src
+	}
+	s.mu.Lock()
+	s.gen = g
+	s.mu.Unlock()
+}
+
+func (s *Service) generation() generation {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gen
+}
+
+// setLog adds a sink for the service's lines (the extension's log).
+func (s *Service) setLog(f func(format string, args ...any)) {
+	s.mu.Lock()
+	s.log = f
+	s.mu.Unlock()
+}
+
+func (s *Service) logf(format string, args ...any) {
+	s.mu.Lock()
+	log := s.log
+	s.mu.Unlock()
+	if log != nil {
+		log(format, args...)
+	}
+	if s.cfg.Logf != nil {
+		s.cfg.Logf("extension %s: "+format, append([]any{s.name}, args...)...)
+	}
+}
+
+func (s *Service) enterTx() { s.inTx.Add(1) }
+func (s *Service) exitTx()  { s.inTx.Add(-1) }
+
+// serviceMethod serves one method: it decodes params itself and returns
+// the wire result value.
+type serviceMethod func(s *Service, ctx context.Context, params any) (any, error)
+
+// serviceMethods are the extension-to-host methods the host serves.
+var serviceMethods = map[string]serviceMethod{}
+
+func init() {
+	for name, m := range map[string]serviceMethod{
+		"kv.get":                     serve((*Service).kvGet),
+		"kv.list":                    serve((*Service).kvList),
+		"kv.commit":                  serve((*Service).kvCommit),
+		"event.accept":               serve((*Service).eventAccept),
+		"state.work":                 serve((*Service).stateWork),
+		"state.works":                serve((*Service).stateWorks),
+		"state.executions":           serve((*Service).stateExecutions),
+		"state.waits":                serve((*Service).stateWaits),
+		"state.event":                serve((*Service).stateEvent),
+		"state.events":               serve((*Service).stateEvents),
+		"state.work_events":          serve((*Service).stateWorkEvents),
+		"state.scope":                serve((*Service).stateScope),
+		"state.scopes":               serve((*Service).stateScopes),
+		"state.sequence":             serve((*Service).stateSequence),
+		"state.timers":               serve((*Service).stateTimers),
+		"timer.arm":                  serve((*Service).timerArm),
+		"timer.cancel":               serve((*Service).timerCancel),
+		"secret.resolve":             serve((*Service).secretResolve),
+		"work.cancel":                serve((*Service).workCancel),
+		"wait.progress":              serve((*Service).waitProgress),
+		"ingress.deliver":            serve((*Service).ingressDeliver),
+		"artifact.create":            serve((*Service).artifactCreate),
+		"artifact.write":             serve((*Service).artifactWrite),
+		"artifact.commit":            serve((*Service).artifactCommit),
+		"artifact.abort":             serve((*Service).artifactAbort),
+		"execution.persist_recovery": serve((*Service).persistRecovery),
+	} {
+		serviceMethods[name] = m
+	}
+}
+
+// serve adapts a typed method: params are decoded as P (a P value, a *P or
+// raw JSON), and the result is an R value.
+func serve[P, R any](f func(*Service, context.Context, P) (R, error)) serviceMethod {
+	return func(s *Service, ctx context.Context, params any) (any, error) {
+		p, err := protocol.DecodeParams[P](params)
+		if err != nil {
+			return nil, err
+		}
+		return f(s, ctx, p)
+	}
+}
+
+// ServedMethods lists the extension-to-host methods the service serves.
+func ServedMethods() []string {
+	out := make([]string, 0, len(serviceMethods))
+	for n := range serviceMethods {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Call serves one extension-to-host call. params is a wire params value
+// (or raw JSON), result a pointer to the wire result (nil discards it).
+// A method the catalogue does not list, or a host-to-extension method, is
+// method_not_found; one the manifest does not enable (its surface or
+// permission undeclared) is undeclared; any call while an in-transaction
+// call is outstanding is reentrant_call. Errors are *protocol.Error values.
+func (s *Service) Call(ctx context.Context, method string, params, result any) error {
+	v, err := s.call(ctx, method, params)
+	if err != nil {
+		return err
+	}
+	return protocol.SetResult(result, v)
+}
+
+func (s *Service) call(ctx context.Context, method string, params any) (any, error) {
+	info, ok := protocol.LookupMethod(method)
+	if !ok || info.Direction != protocol.ExtensionToHost {
+		s.logf("refused %s: not a method the host serves", method)
+		return nil, protocol.Errorf(protocol.CodeMethodNotFound, "method not found: %q", method)
+	}
+	if s.inTx.Load() > 0 {
+		s.logf("refused %s: an in-transaction call is outstanding", method)
+		return nil, protocol.Errorf(protocol.CodeReentrantCall, "%s while an in-transaction call is outstanding", method)
+	}
+	if !s.cfg.Manifest.Enabled(method) {
+		s.logf("refused %s: the manifest does not enable it", method)
+		return nil, protocol.Errorf(protocol.CodeUndeclared, "%s is not enabled by the manifest of %s", method, s.name)
+	}
+	f, ok := serviceMethods[method]
+	if !ok {
+		s.logf("refused %s: this host does not serve it", method)
+		return nil, protocol.Errorf(protocol.CodeMethodNotFound, "this host does not serve %q", method)
+	}
+	v, err := f(s, ctx, params)
+	if err != nil {
+		werr := wireError(err)
+		switch protocol.CodeOf(werr) {
+		case protocol.CodeConflict, protocol.CodeNotFound:
+		case protocol.CodeInternal:
+			s.logf("%s failed: %v", method, err)
+		default:
+			s.logf("refused %s: %v", method, werr)
+		}
+		return nil, werr
+	}
+	return v, nil
+}
+
+// Handler serves the service over the wire.
+func (s *Service) Handler() jsonrpc.Handler {
+	return jsonrpc.HandlerFunc(func(ctx context.Context, req *jsonrpc.Request) (any, error) {
+		if req.Notification {
+			return nil, nil
+		}
+		v, err := s.call(ctx, req.Method, json.RawMessage(req.Params))
+		if err != nil {
+			return nil, err
+		}
+		return v, nil
+	})
+}
+
+var errNoStore = protocol.NewError(protocol.CodeUnsupported, "no coordination store: KV, state and event methods are not available here")
+
+func (s *Service) store() (runtime.Store, error) {
+	if s.cfg.Store == nil {
+		return nil, errNoStore
+	}
+	return s.cfg.Store, nil
+}
+
+// ---- KV ----
+
+// ownNamespace refuses a namespace that is not the extension's.
+func (s *Service) ownNamespace(ns string) error {
+	if err := protocol.ValidNamespace(ns); err != nil {
+		return err
+	}
+	if !protocol.Namespace(s.name, ns) {
+		return protocol.Errorf(protocol.CodeUnauthorized, "namespace %q is not in the namespace of %s", ns, s.name)
+	}
+	return nil
+}
+
+func (s *Service) kvGet(ctx context.Context, p protocol.KVGetParams) (protocol.KVGetResult, error) {
+	var out protocol.KVGetResult
+	if err := s.ownNamespace(p.Namespace); err != nil {
+		return out, err
+	}
+	st, err := s.store()
+	if err != nil {
+		return out, err
+	}
+	err = st.View(ctx, func(tx runtime.ReadTx) error {
+		e, found, err := tx.KVGet(p.Namespace, p.Key)
+		if err != nil || !found {
+			return err
+		}
+		out = protocol.KVGetResult{Found: true, Value: json.RawMessage(e.Value), Version: e.Version}
+		return nil
+	})
+	return out, err
+}
+
+func clampLimit(limit int) int {
+	switch {
+	case limit <= 0:
+		return runtime.DefaultPageLimit
+	case limit > protocol.MaxPageLimit:
+		return protocol.MaxPageLimit
+	}
+	return limit
+}
+
+func (s *Service) kvList(ctx context.Context, p protocol.KVListParams) (protocol.KVListResult, error) {
+	out := protocol.KVListResult{Items: []protocol.KVItem{}}
+	if err := s.ownNamespace(p.Namespace); err != nil {
+		return out, err
+	}
+	st, err := s.store()
+	if err != nil {
+		return out, err
+	}
+	limit := clampLimit(p.Limit)
+	err = st.View(ctx, func(tx runtime.ReadTx) error {
+		es, err := tx.KVList(p.Namespace, p.Prefix, p.After, limit)
+		if err != nil {
+			return err
+		}
+		for _, e := range es {
+			out.Items = append(out.Items, protocol.KVItem{Key: e.Key, Value: json.RawMessage(e.Value), Version: e.Version})
+		}
+		if len(es) == limit {
+			out.Next = es[len(es)-1].Key
+		}
+		return nil
+	})
+	return out, err
+}
+
+// kvBatch checks every namespace a batch names and converts it.
+func (s *Service) kvBatch(pre []protocol.KVPrecondition, puts []protocol.KVPut, dels []protocol.KVKey) (runtime.KVBatch, error) {
+	var b runtime.KVBatch
+	for _, c := range pre {
+		if err := s.ownNamespace(c.Namespace); err != nil {
+			return b, err
+		}
+		b.Preconditions = append(b.Preconditions, runtime.KVPrecondition{Namespace: c.Namespace, Key: c.Key, Version: c.Version, Absent: c.Absent})
+	}
+	for _, p := range puts {
+		if err := s.ownNamespace(p.Namespace); err != nil {
+			return b, err
+		}
+		if len(p.Value) == 0 {
+			return b, protocol.Errorf(protocol.CodeInvalid, "put of %s/%s has no value", p.Namespace, p.Key)
+		}
+		b.Puts = append(b.Puts, runtime.KVPut{Namespace: p.Namespace, Key: p.Key, Value: []byte(p.Value)})
+	}
+	for _, d := range dels {
+		if err := s.ownNamespace(d.Namespace); err != nil {
+			return b, err
+		}
+		b.Deletes = append(b.Deletes, runtime.KVKey{Namespace: d.Namespace, Key: d.Key})
+	}
+	return b, nil
+}
+
+func batchEmpty(b runtime.KVBatch) bool {
+	return len(b.Preconditions) == 0 && len(b.Puts) == 0 && len(b.Deletes) == 0
+}
+
+// checkDraft applies the checks that need no store: the source is the
+// extension's, the family is declared, the schema is writable, and a root
+// is in a configured scope.
+func (s *Service) checkDraft(g generation, e protocol.Emission) error {
+	m := s.cfg.Manifest
+	switch {
+	case !protocol.SourceNamespace(s.name, e.Source):
+		return protocol.Errorf(protocol.CodeUnauthorized, "source %q is not in the source namespace of %s", e.Source, s.name)
+	case e.DeliveryID == "":
+		return protocol.Errorf(protocol.CodeInvalid, "an Event needs a delivery_id")
+	case !declaredFamilies(m)[e.Family]:
+		return protocol.Errorf(protocol.CodeUndeclared, "family %q is not declared by %s", e.Family, s.name)
+	}
+	if err := m.CheckWrite(e.Schema); err != nil {
+		return err
+	}
+	if e.Parent == "" && !g.scopes[e.ScopeID] {
+		return protocol.Errorf(protocol.CodeUnauthorized, "scope %q is not one of the configured scopes of %s", e.ScopeID, s.name)
+	}
+	if e.Parent != "" && e.ScopeID != "" && !g.scopes[e.ScopeID] {
+		return protocol.Errorf(protocol.CodeUnauthorized, "scope %q is not one of the configured scopes of %s", e.ScopeID, s.name)
+	}
+	return nil
+}
+
+// accept accepts one checked Emission in tx: a derived one's parent must be
+// an accepted Event of the same, configured scope; over the chain's depth
+// bound it is refused alone (ErrCausalLimit, nothing written).
+func (s *Service) accept(tx runtime.Tx, g generation, e protocol.Emission) (runtime.Event, bool, error) {
+	env := runtime.Envelope{
+		ID: protocol.EmittedEventID(e.Source, e.DeliveryID), Source: e.Source, DeliveryID: e.DeliveryID,
+		ScopeID: e.ScopeID, Family: e.Family, Type: e.Type, Schema: e.Schema, Payload: e.Payload,
+		Parent: e.Parent, Works: e.Works, OccurredAt: e.OccurredAt,
+	}
+	if e.Parent != "" {
+		parent, err := tx.Event(e.Parent)
+		if err != nil && !errors.Is(err, runtime.ErrNotFound) {
+			return runtime.Event{}, false, err
+		}
+		if err != nil || !g.scopes[parent.ScopeID] {
+			return runtime.Event{}, false, protocol.Errorf(protocol.CodeInvalid, "parent %q is not an accepted Event of a configured scope of %s", e.Parent, s.name)
+		}
+		if e.ScopeID != "" && e.ScopeID != parent.ScopeID {
+			return runtime.Event{}, false, protocol.Errorf(protocol.CodeInvalid, "a derived Event is in its parent's scope %q, not %q", parent.ScopeID, e.ScopeID)
+		}
+		env.ScopeID = parent.ScopeID
+		if parent.Depth+1 > s.cfg.MaxCausalDepth {
+			// An identity already accepted is not a new link of the chain.
+			if old, err := tx.Event(env.ID); err == nil {
+				return old, false, nil
+			}
+			return runtime.Event{}, false, protocol.Errorf(protocol.CodeCausalLimit, "the chain of %q is at its depth bound %d", e.Parent, s.cfg.MaxCausalDepth)
+		}
+	}
+	return tx.AcceptEvent(env)
+}
+
+func (s *Service) kvCommit(ctx context.Context, p protocol.KVCommitParams) (protocol.KVCommitResult, error) {
+	var out protocol.KVCommitResult
+	batch, err := s.kvBatch(p.Preconditions, p.Puts, p.Deletes)
+	if err != nil {
+		return out, err
+	}
+	g := s.generation()
+	for i, e := range p.Emissions {
+		if err := s.checkDraft(g, e); err != nil {
+			return out, fmt.Errorf("emission %d: %w", i, err)
+		}
+	}
+	st, err := s.store()
+	if err != nil {
+		return out, err
+	}
+	var outcomes []protocol.EmissionOutcome
+	err = st.Transact(ctx, func(tx runtime.Tx) error {
+		outcomes = outcomes[:0]
+		for i, e := range p.Emissions {
+			ev, added, err := s.accept(tx, g, e)
+			if errors.Is(err, protocol.ErrCausalLimit) {
+				s.logf("emission %d refused alone: %v", i, err)
+				outcomes = append(outcomes, protocol.EmissionOutcome{Refused: protocol.CodeCausalLimit})
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("emission %d: %w", i, err)
+			}
+			wev := wireEvent(ev)
+			outcomes = append(outcomes, protocol.EmissionOutcome{Event: &wev, Added: added})
+		}
+		if batchEmpty(batch) {
+			return nil
+		}
+		return tx.KVCommit(batch)
+	})
+	if err != nil {
+		return out, err
+	}
+	out.Accepted = outcomes
+	return out, nil
+}
+
+func (s *Service) eventAccept(ctx context.Context, p protocol.EventAcceptParams) (protocol.EventAcceptResult, error) {
+	var out protocol.EventAcceptResult
+	if p.Parent == "" {
+		return out, protocol.Errorf(protocol.CodeInvalid, "event.accept only derives: parent is required (a root Event comes from ingress or a kv.commit emission)")
+	}
+	batch, err := s.kvBatch(p.Preconditions, p.Puts, p.Deletes)
+	if err != nil {
+		return out, err
+	}
+	e := protocol.Emission{Source: p.Source, DeliveryID: p.DeliveryID, Family: p.Family, Type: p.Type,
+		Schema: p.Schema, Payload: p.Payload, Parent: p.Parent, Works: p.Works, OccurredAt: p.OccurredAt}
+	g := s.generation()
+	if err := s.checkDraft(g, e); err != nil {
+		return out, err
+	}
+	st, err := s.store()
+	if err != nil {
+		return out, err
+	}
+	err = st.Transact(ctx, func(tx runtime.Tx) error {
+		ev, added, err := s.accept(tx, g, e)
+		if err != nil {
+			return err
+		}
+		out = protocol.EventAcceptResult{Event: wireEvent(ev), Added: added}
+		if added && !batchEmpty(batch) {
+			return tx.KVCommit(batch)
+		}
+		return nil
+	})
+	if errors.Is(err, protocol.ErrCausalLimit) {
+		s.logf("event.accept refused: %v", err)
+	}
+	return out, err
+}

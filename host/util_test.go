@@ -1,0 +1,15 @@
+package host_test
+
+import (
+	"encoding/json"
+
+	"github.com/open-conduit/open-conduit/host"
+	"github.com/open-conduit/open-conduit/runtime"
+)
+
+type runtimeTx = runtime.Tx
+
+func putLayout(tx runtime.Tx, name string, v int) error {
+	b, _ := json.Marshal(v)
+	return tx.KVCommit(runtime.KVBatch{Puts: []runtime.KVPut{{Namespace: host.KVLayoutNamespace, Key: name, Value: b}}})
+}

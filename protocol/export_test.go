@@ -1,0 +1,52 @@
+package protocol
+
+import (
+	"reflect"
+	"sort"
+)
+
+// ShapeTypesForTest lists the params and result types of methodShapes.
+func ShapeTypesForTest() []reflect.Type {
+	seen := map[reflect.Type]bool{}
+	var out []reflect.Type
+	for _, s := range methodShapes {
+		for _, v := range []any{s.params, s.result} {
+			if v == nil {
+				continue
+			}
+			typ := reflect.TypeOf(v)
+			if !seen[typ] {
+				seen[typ] = true
+				out = append(out, typ)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
+}
+
+// ShapeMethodsForTest lists the methods of methodShapes.
+func ShapeMethodsForTest() []string {
+	out := make([]string, 0, len(methodShapes))
+	for name := range methodShapes {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// RenderReferenceForTest renders docs/protocol.md with the given doc
+// comments ("Type" and "Type.Field").
+func RenderReferenceForTest(docs map[string]string) []byte {
+	return renderReference(referenceDocs(docs))
+}
+
+// MethodErrorNamesForTest lists the methods methodErrors describes.
+func MethodErrorNamesForTest() []string {
+	out := make([]string, 0, len(methodErrors))
+	for name := range methodErrors {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,146 @@
+package jsonrpc_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/open-conduit/open-conduit/protocol/jsonrpc"
+	"github.com/stretchr/testify/require"
+)
+
+// The benchmarks run against a real child process (the test binary
+// re-executed). BenchmarkPipeRoundTrip measures the same pipes without
+// JSON-RPC in the same run, so the figures can be read as ratios.
+
+// startPeerConn starts the transport peer as a child and connects to it.
+func startPeerConn(b *testing.B) *jsonrpc.Conn {
+	b.Helper()
+	c, err := startChild(context.Background(), "peer") // stopped gracefully at cleanup
+	require.NoError(b, err)
+	conn := jsonrpc.NewConn(c.stdout, c.stdin, jsonrpc.Methods{
+		"host.echo": func(_ context.Context, req *jsonrpc.Request) (any, error) { return req.Params, nil },
+	}, nil)
+	b.Cleanup(func() {
+		_ = conn.Close()
+		_ = c.stop()
+	})
+	// One call first, so the figures leave out the child's start.
+	require.NoError(b, conn.Call(b.Context(), "test.echo", []int{0}, nil))
+	return conn
+}
+
+// reportLatencies adds p50 and p99 in microseconds.
+func reportLatencies(b *testing.B, d []time.Duration) {
+	if len(d) == 0 {
+		return
+	}
+	slices.Sort(d)
+	us := func(q float64) float64 { return float64(d[int(q*float64(len(d)-1))]) / float64(time.Microsecond) }
+	b.ReportMetric(us(0.50), "p50-µs")
+	b.ReportMetric(us(0.99), "p99-µs")
+}
+
+func BenchmarkEcho(b *testing.B) {
+	conn := startPeerConn(b)
+	params := map[string]string{"text": "hello, extension"}
+	var out map[string]string
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for range b.N {
+		start := time.Now()
+		if err := conn.Call(b.Context(), "test.echo", params, &out); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(start))
+	}
+	b.StopTimer()
+	reportLatencies(b, lat)
+}
+
+// BenchmarkHostCallback: one host request whose handler calls the host
+// back b.N times; ns/op is the cost of one callback.
+func BenchmarkHostCallback(b *testing.B) {
+	conn := startPeerConn(b)
+	b.ResetTimer()
+	start := time.Now()
+	var res struct {
+		Count int `json:"count"`
+	}
+	if err := conn.Call(b.Context(), "test.callback", map[string]int{"n": b.N}, &res); err != nil {
+		b.Fatal(err)
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	if res.Count != b.N {
+		b.Fatalf("%d callbacks, want %d", res.Count, b.N)
+	}
+	b.ReportMetric(float64(elapsed)/float64(time.Microsecond)/float64(b.N), "µs/callback")
+}
+
+// BenchmarkArtifact uploads 64 KiB chunks, each acknowledged before the
+// next; MB/s is the throughput.
+func BenchmarkArtifact(b *testing.B) {
+	conn := startPeerConn(b)
+	chunk := make([]byte, 64<<10)
+	for i := range chunk {
+		chunk[i] = byte(i * 7)
+	}
+	type chunkParams struct {
+		Upload string `json:"upload"`
+		Offset int64  `json:"offset"`
+		Data   []byte `json:"data"`
+	}
+	var ack struct {
+		Bytes int64 `json:"bytes"`
+	}
+	upload := fmt.Sprintf("bench-%d", b.N)
+	b.SetBytes(int64(len(chunk)))
+	b.ResetTimer()
+	for i := range b.N {
+		in := chunkParams{Upload: upload, Offset: int64(i * len(chunk)), Data: chunk}
+		if err := conn.Call(b.Context(), "artifact.write", in, &ack); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	if ack.Bytes != int64(b.N*len(chunk)) {
+		b.Fatalf("acknowledged %d bytes, want %d", ack.Bytes, b.N*len(chunk))
+	}
+}
+
+// BenchmarkPipeRoundTrip is the baseline: the same pipes to a child that
+// answers raw lines, with no JSON at all.
+func BenchmarkPipeRoundTrip(b *testing.B) {
+	run := func(b *testing.B, child string, line []byte) {
+		c, err := startChild(context.Background(), child)
+		require.NoError(b, err)
+		b.Cleanup(func() { _ = c.stop() })
+		br := bufio.NewReaderSize(c.stdout, 1<<20)
+		lat := make([]time.Duration, 0, b.N)
+		if len(line) > 1024 {
+			b.SetBytes(int64(len(line)))
+		}
+		b.ResetTimer()
+		for range b.N {
+			start := time.Now()
+			if _, err := c.stdin.Write(line); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := br.ReadSlice('\n'); err != nil {
+				b.Fatal(err)
+			}
+			lat = append(lat, time.Since(start))
+		}
+		b.StopTimer()
+		reportLatencies(b, lat)
+	}
+	b.Run("echo", func(b *testing.B) { run(b, "raw-echo", []byte("hello, extension\n")) })
+	// A 64 KiB chunk as base64 text, acknowledged by a short line.
+	chunk := base64.StdEncoding.AppendEncode(nil, make([]byte, 64<<10))
+	b.Run("chunk-64KiB", func(b *testing.B) { run(b, "raw-ack", append(chunk, '\n')) })
+}

@@ -1,0 +1,609 @@
+package jsonrpc
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"sync/atomic"
+)
+
+// Defaults of Options.
+const (
+	// DefaultMaxInflight is how many requests a Conn serves at once.
+	DefaultMaxInflight = 64
+	// DefaultMaxMessageBytes caps one line (16 MiB).
+	DefaultMaxMessageBytes = 16 << 20
+)
+
+// readBufferBytes is the reader's buffer: most messages fit in it whole,
+// and a longer line is gathered in a separate, growing buffer.
+const readBufferBytes = 256 << 10
+
+// cancelMethod is the notification that cancels a request in flight.
+const cancelMethod = "$/cancel"
+
+// Options configure a Conn. The zero value (or nil) is ready to use.
+type Options struct {
+	// MaxInflight is how many requests the Conn serves at once; over it a
+	// request is answered with the authored error overloaded at once,
+	// and the reader goes on. Zero means DefaultMaxInflight.
+	MaxInflight int
+
+	// MaxMessageBytes caps one incoming line, newline excluded. A longer
+	// line is a protocol error that closes the connection. Zero means
+	// DefaultMaxMessageBytes.
+	MaxMessageBytes int
+
+	// DecodeError, when set, turns an error response into the error Call
+	// returns; returning nil keeps the *Error. Protocol users map the
+	// wire codes onto their sentinel errors here.
+	DecodeError func(code int, message string, data json.RawMessage) error
+
+	// Logf, when set, receives what the Conn keeps on this side: the
+	// detail of unauthored handler errors, dropped messages and the cause
+	// of a broken stream. It may be called from any goroutine.
+	Logf func(format string, args ...any)
+}
+
+// Conn is one side of a symmetric JSON-RPC 2.0 connection: either side
+// calls and serves on the same stream, one JSON object per line.
+//
+// Concurrency: every method of Conn is safe for concurrent use. NewConn
+// starts one reader goroutine, which decodes each line once and hands a
+// request to a new goroutine running the Handler; it never waits for a
+// handler, so responses to nested calls keep flowing while handlers run.
+// Writes are serialised: each message is encoded into a private buffer
+// and written with a single Write under a mutex.
+type Conn struct {
+	r       io.Reader
+	w       io.Writer
+	handler Handler
+
+	maxInflight int
+	maxMessage  int
+	decodeError func(int, string, json.RawMessage) error
+	logf        func(string, ...any)
+
+	ctx    context.Context // handlers' base context; carries the Conn
+	cancel context.CancelFunc
+
+	nextID atomic.Int64
+	wmu    sync.Mutex
+
+	mu       sync.Mutex
+	pending  map[int64]chan reply
+	inflight map[string]context.CancelFunc
+	running  int
+	err      error
+	done     chan struct{}
+
+	closeR, closeW sync.Once
+	closeWErr      error
+}
+
+// reply is the outcome of one outgoing call.
+type reply struct {
+	result []byte
+	err    *wireError
+}
+
+type connKey struct{}
+
+// ConnFromContext returns the Conn serving the request whose handler got
+// ctx, or nil.
+func ConnFromContext(ctx context.Context) *Conn {
+	c, _ := ctx.Value(connKey{}).(*Conn)
+	return c
+}
+
+// NewConn starts a connection reading messages from r and writing them to
+// w, serving incoming requests with h (nil answers every request with
+// -32601). When the connection ends, r and w are closed if they implement
+// io.Closer.
+func NewConn(r io.Reader, w io.Writer, h Handler, opts *Options) *Conn {
+	if opts == nil {
+		opts = &Options{}
+	}
+	c := &Conn{
+		r:           r,
+		w:           w,
+		handler:     h,
+		maxInflight: opts.MaxInflight,
+		maxMessage:  opts.MaxMessageBytes,
+		decodeError: opts.DecodeError,
+		logf:        opts.Logf,
+		pending:     map[int64]chan reply{},
+		inflight:    map[string]context.CancelFunc{},
+		done:        make(chan struct{}),
+	}
+	if c.maxInflight <= 0 {
+		c.maxInflight = DefaultMaxInflight
+	}
+	if c.maxMessage <= 0 {
+		c.maxMessage = DefaultMaxMessageBytes
+	}
+	if c.handler == nil {
+		c.handler = Methods(nil)
+	}
+	if c.logf == nil {
+		c.logf = func(string, ...any) {}
+	}
+	c.ctx, c.cancel = context.WithCancel(context.WithValue(context.Background(), connKey{}, c))
+	go c.readLoop()
+	return c
+}
+
+// Done is closed when the connection has ended; Err then says why.
+func (c *Conn) Done() <-chan struct{} { return c.done }
+
+// Err returns nil while the connection is up and afterwards the error,
+// wrapping ErrTransport, that every call now fails with.
+func (c *Conn) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// Close ends the connection: pending and later calls fail with an error
+// wrapping ErrTransport, handlers' contexts are cancelled, and r and w are
+// closed when they are io.Closers. It returns the error of closing w.
+func (c *Conn) Close() error {
+	c.fail(fmt.Errorf("%w: connection closed", ErrTransport), nil)
+	c.closeWriter()
+	return c.closeWErr
+}
+
+// Call sends a request and waits for its response, decoding the result
+// into result as Request.DecodeParams decodes params (unless result is
+// nil; a *json.RawMessage receives the raw bytes). params may be nil, a value encoding/json encodes as an object
+// or array, or a json.RawMessage holding one, which is sent as it is.
+//
+// When ctx ends first, Call sends $/cancel for the request, returns
+// ctx.Err() at once and drops the response if one arrives later. When the
+// stream breaks, it returns an error wrapping ErrTransport. An error
+// response is returned as an *Error, or as what Options.DecodeError makes
+// of it. Call may block in Write while the peer does not read; Close
+// unblocks it.
+func (c *Conn) Call(ctx context.Context, method string, params, result any) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	id := c.nextID.Add(1)
+	buf := getBuffer()
+	defer putBuffer(buf)
+	b, err := appendMessage((*buf)[:0], id, false, method, params)
+	*buf = b
+	if err != nil {
+		return fmt.Errorf("jsonrpc: encoding params of %s: %w", method, err)
+	}
+	ch := make(chan reply, 1)
+	c.mu.Lock()
+	if c.err != nil {
+		err := c.err
+		c.mu.Unlock()
+		return err
+	}
+	c.pending[id] = ch
+	c.mu.Unlock()
+
+	if err := c.write(b); err != nil {
+		c.forget(id)
+		return err
+	}
+	select {
+	case r := <-ch:
+		return c.finish(method, r, result)
+	case <-ctx.Done():
+		c.forget(id)
+		go c.sendCancel(id)
+		return ctx.Err()
+	case <-c.done:
+		// A response that raced the end still counts.
+		select {
+		case r := <-ch:
+			return c.finish(method, r, result)
+		default:
+			return c.Err()
+		}
+	}
+}
+
+// Notify sends a notification: no id, no answer. It fails only when the
+// params do not encode or the stream is broken.
+func (c *Conn) Notify(ctx context.Context, method string, params any) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	buf := getBuffer()
+	defer putBuffer(buf)
+	b, err := appendMessage((*buf)[:0], 0, true, method, params)
+	*buf = b
+	if err != nil {
+		return fmt.Errorf("jsonrpc: encoding params of %s: %w", method, err)
+	}
+	if err := c.Err(); err != nil {
+		return err
+	}
+	return c.write(b)
+}
+
+func appendMessage(buf []byte, id int64, notification bool, method string, params any) ([]byte, error) {
+	buf = appendRequestHead(buf, id, notification, method)
+	if params != nil {
+		buf = append(buf, `,"params":`...)
+		start := len(buf)
+		var err error
+		if buf, err = appendValue(buf, params); err != nil {
+			return buf, err
+		}
+		// JSON-RPC 2.0 params are structured; the peer would refuse others.
+		if c := buf[start]; c != '{' && c != '[' && string(buf[start:]) != "null" {
+			return buf, errors.New("params must encode as a JSON object or array")
+		}
+	}
+	return append(buf, "}\n"...), nil
+}
+
+func (c *Conn) finish(method string, r reply, result any) error {
+	if r.err != nil {
+		if c.decodeError != nil {
+			if err := c.decodeError(r.err.Code, r.err.Message, r.err.Data); err != nil {
+				return err
+			}
+		}
+		return &Error{Code: r.err.Code, Message: r.err.Message, Data: r.err.Data}
+	}
+	switch res := result.(type) {
+	case nil:
+		return nil
+	case *json.RawMessage:
+		*res = r.result
+		return nil
+	}
+	if err := unmarshal(r.result, result); err != nil {
+		return fmt.Errorf("jsonrpc: decoding result of %s: %w", method, err)
+	}
+	return nil
+}
+
+func (c *Conn) forget(id int64) {
+	c.mu.Lock()
+	delete(c.pending, id)
+	c.mu.Unlock()
+}
+
+func (c *Conn) sendCancel(id int64) {
+	var buf []byte
+	buf = appendRequestHead(buf, 0, true, cancelMethod)
+	buf = append(buf, `,"params":{"id":`...)
+	buf = strconv.AppendInt(buf, id, 10)
+	buf = append(buf, "}}\n"...)
+	if c.Err() == nil {
+		_ = c.write(buf) // a broken stream has failed the call anyway
+	}
+}
+
+// write sends one encoded message. A failure ends the connection.
+func (c *Conn) write(b []byte) error {
+	c.wmu.Lock()
+	_, err := c.w.Write(b)
+	c.wmu.Unlock()
+	if err != nil {
+		err = fmt.Errorf("%w: write: %v", ErrTransport, err)
+		c.fail(err, nil)
+		return c.Err()
+	}
+	return nil
+}
+
+// fail ends the connection with cause, which wraps ErrTransport; only the
+// first cause counts. farewell, when set, is a last message written on a
+// best-effort basis before w is closed.
+func (c *Conn) fail(cause error, farewell []byte) {
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return
+	}
+	c.err = cause
+	c.pending = nil
+	c.mu.Unlock()
+	close(c.done)
+	c.cancel()
+	c.logf("jsonrpc: connection ended: %v", cause)
+	c.closeR.Do(func() {
+		if cl, ok := c.r.(io.Closer); ok {
+			_ = cl.Close()
+		}
+	})
+	if farewell == nil {
+		c.closeWriter()
+		return
+	}
+	go func() {
+		// This waits behind a write in progress; if that write is stuck
+		// on a peer that does not read, Close closes w and frees both.
+		c.wmu.Lock()
+		_, _ = c.w.Write(farewell)
+		c.wmu.Unlock()
+		c.closeWriter()
+	}()
+}
+
+func (c *Conn) closeWriter() {
+	c.closeW.Do(func() {
+		if cl, ok := c.w.(io.Closer); ok {
+			c.closeWErr = cl.Close()
+		}
+	})
+}
+
+// readLoop reads and dispatches lines until the stream ends or breaks.
+func (c *Conn) readLoop() {
+	br := bufio.NewReaderSize(c.r, readBufferBytes)
+	var long []byte // gathers a line longer than br's buffer
+	for {
+		line, err := br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			long = append(long[:0], line...)
+			for err == bufio.ErrBufferFull && len(long) <= c.maxMessage {
+				line, err = br.ReadSlice('\n')
+				long = append(long, line...)
+			}
+			line = long
+		}
+		if n := len(line); n > 0 && line[n-1] == '\n' {
+			line = line[:n-1]
+		}
+		if len(line) > c.maxMessage {
+			c.protocolError(nil, CodeParseError, "message too long",
+				fmt.Errorf("%w: %w: a line exceeds %d bytes", ErrTransport, ErrProtocol, c.maxMessage))
+			return
+		}
+		if len(bytes.TrimSpace(line)) > 0 {
+			if !c.dispatch(line) {
+				return
+			}
+		}
+		if cap(long) > 4*readBufferBytes {
+			long = nil // do not pin a huge buffer after a rare long line
+		}
+		if err != nil {
+			if err == io.EOF {
+				c.fail(fmt.Errorf("%w: end of stream", ErrTransport), nil)
+			} else {
+				c.fail(fmt.Errorf("%w: read: %v", ErrTransport, err), nil)
+			}
+			return
+		}
+		if c.Err() != nil {
+			return
+		}
+	}
+}
+
+// protocolError answers a malformed line and closes the connection.
+func (c *Conn) protocolError(id []byte, code int, message string, cause error) {
+	farewell := appendErrorResponse(nil, id, &wireError{Code: code, Message: message})
+	c.fail(cause, farewell)
+}
+
+// dispatch handles one line; it returns false once the connection ended.
+func (c *Conn) dispatch(line []byte) bool {
+	m, err := parseMessage(line)
+	if err != nil {
+		if errors.Is(err, errSyntax) || errors.Is(err, errTooDeep) {
+			c.protocolError(nil, CodeParseError, "parse error",
+				fmt.Errorf("%w: %w: %v", ErrTransport, ErrProtocol, err))
+		} else {
+			var id []byte
+			if m.id != nil && (m.id[0] == '"' || m.id[0] == '-' || (m.id[0] >= '0' && m.id[0] <= '9')) {
+				id = m.id // a readable id is echoed so the peer can match it
+			}
+			c.protocolError(id, CodeInvalidRequest, "invalid request: "+err.Error(),
+				fmt.Errorf("%w: %w: %v", ErrTransport, ErrProtocol, err))
+		}
+		return false
+	}
+	if !m.hasMethod {
+		c.deliver(m)
+		return true
+	}
+	if m.id == nil && m.method == cancelMethod {
+		c.cancelInflight(m.params)
+		return true
+	}
+	c.serve(m)
+	return true
+}
+
+// deliver hands a response to the call waiting for it; one nobody waits
+// for (a call that was cancelled) is dropped.
+func (c *Conn) deliver(m inMessage) {
+	id, err := strconv.ParseInt(string(m.id), 10, 64)
+	if err != nil {
+		c.logf("jsonrpc: dropped a response with foreign id %s", m.id)
+		return
+	}
+	c.mu.Lock()
+	ch := c.pending[id]
+	delete(c.pending, id)
+	c.mu.Unlock()
+	if ch == nil {
+		c.logf("jsonrpc: dropped a response to %d, which nobody awaits", id)
+		return
+	}
+	var r reply
+	if m.errObj != nil {
+		var we wireError
+		if err := json.Unmarshal(m.errObj, &we); err != nil {
+			we = wireError{Code: CodeInternal, Message: "malformed error response"}
+		}
+		r.err = &we
+	} else {
+		r.result = bytes.Clone(m.result)
+	}
+	ch <- r // buffered: never blocks the reader
+}
+
+func (c *Conn) cancelInflight(params []byte) {
+	var p struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if json.Unmarshal(params, &p) != nil || len(p.ID) == 0 {
+		c.logf("jsonrpc: ignored a malformed $/cancel: %s", params)
+		return
+	}
+	c.mu.Lock()
+	cancel := c.inflight[string(p.ID)]
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// serve starts a handler for a request or notification. Over the bound, a
+// request is refused with overloaded and a notification dropped; either
+// way the reader goes straight on.
+func (c *Conn) serve(m inMessage) {
+	req := &Request{Method: m.method, Notification: m.id == nil}
+	if m.params != nil {
+		req.Params = bytes.Clone(m.params)
+	}
+	var id []byte
+	if m.id != nil {
+		id = bytes.Clone(m.id)
+	}
+	key := string(id)
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return
+	}
+	if c.running >= c.maxInflight {
+		c.mu.Unlock()
+		if req.Notification {
+			c.logf("jsonrpc: dropped notification %s: %d handlers in flight", m.method, c.maxInflight)
+			return
+		}
+		go c.writeError(id, overloaded)
+		return
+	}
+	if !req.Notification {
+		if _, dup := c.inflight[key]; dup {
+			c.mu.Unlock()
+			go c.writeError(id, &wireError{Code: CodeInvalidRequest, Message: "invalid request: id already in flight"})
+			return
+		}
+	}
+	ctx, cancel := context.WithCancel(c.ctx)
+	c.running++
+	if !req.Notification {
+		c.inflight[key] = cancel
+	}
+	c.mu.Unlock()
+	go c.run(ctx, cancel, id, req)
+}
+
+var overloaded = &wireError{Code: CodeAuthored, Message: "overloaded", Data: json.RawMessage(`{"code":"overloaded"}`)}
+
+func (c *Conn) run(ctx context.Context, cancel context.CancelFunc, id []byte, req *Request) {
+	result, err := c.call(ctx, req)
+	c.mu.Lock()
+	c.running--
+	if !req.Notification {
+		delete(c.inflight, string(id))
+	}
+	c.mu.Unlock()
+	cancelled := ctx.Err() != nil
+	cancel()
+	if req.Notification {
+		if err != nil {
+			c.logf("jsonrpc: notification %s: %v", req.Method, err)
+		}
+		return
+	}
+	if c.Err() != nil {
+		return
+	}
+	if err != nil {
+		c.writeError(id, c.wireErrorOf(req.Method, err, cancelled))
+		return
+	}
+	buf := getBuffer()
+	defer putBuffer(buf)
+	b := appendResponseHead((*buf)[:0], id)
+	b = append(b, `,"result":`...)
+	b, encErr := appendValue(b, result)
+	*buf = b
+	if encErr != nil {
+		c.logf("jsonrpc: %s: encoding result: %v", req.Method, encErr)
+		c.writeError(id, &wireError{Code: CodeInternal, Message: "internal error"})
+		return
+	}
+	*buf = append(b, "}\n"...)
+	_ = c.write(*buf)
+}
+
+// call runs the handler, turning a panic into an unauthored error.
+func (c *Conn) call(ctx context.Context, req *Request) (result any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			result, err = nil, fmt.Errorf("handler panicked: %v\n%s", p, debug.Stack())
+		}
+	}()
+	return c.handler.Handle(ctx, req)
+}
+
+// wireErrorOf maps a handler's error onto the error it crosses as.
+func (c *Conn) wireErrorOf(method string, err error, cancelled bool) *wireError {
+	var ae AuthoredError
+	if errors.As(err, &ae) {
+		msg, data := ae.WireData()
+		we := &wireError{Code: ae.WireNumber(), Message: msg}
+		if data != nil {
+			raw, mErr := appendValue(nil, data)
+			if mErr != nil {
+				c.logf("jsonrpc: %s: encoding error data: %v", method, mErr)
+				return &wireError{Code: CodeInternal, Message: "internal error"}
+			}
+			we.Data = raw
+		}
+		return we
+	}
+	switch {
+	case errors.Is(err, ErrInvalidParams):
+		return &wireError{Code: CodeInvalidParams, Message: err.Error()}
+	case errors.Is(err, ErrMethodNotFound):
+		return &wireError{Code: CodeMethodNotFound, Message: err.Error()}
+	case cancelled:
+		return &wireError{Code: CodeCancelled, Message: "request cancelled"}
+	}
+	c.logf("jsonrpc: %s: %v", method, err)
+	return &wireError{Code: CodeInternal, Message: "internal error"}
+}
+
+func (c *Conn) writeError(id []byte, e *wireError) {
+	buf := getBuffer()
+	defer putBuffer(buf)
+	*buf = appendErrorResponse((*buf)[:0], id, e)
+	_ = c.write(*buf)
+}
+
+// Buffers for encoding outgoing messages; big ones are not kept.
+var bufferPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+func getBuffer() *[]byte { return bufferPool.Get().(*[]byte) }
+
+func putBuffer(b *[]byte) {
+	if cap(*b) <= 1<<20 {
+		bufferPool.Put(b)
+	}
+}

@@ -1,0 +1,226 @@
+package jsonrpc
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"reflect"
+	"strings"
+	"sync"
+	"unicode/utf8"
+)
+
+// bigStringBytes is the size from which a string member is decoded
+// straight into its field instead of through encoding/json, which scans
+// a string three times and costs several nanoseconds a byte: base64
+// artifact chunks are the case in point.
+const bigStringBytes = 4 << 10
+
+// unmarshal is json.Unmarshal for data this package has already validated
+// (params and results). When v points to a struct and data is an object
+// with big string members bound to plain []byte or string fields, those
+// members are cut out, the rest goes through encoding/json, and the big
+// ones are decoded directly (base64 or plain text). Anything unusual takes
+// the plain json.Unmarshal path, so the outcome is always what
+// encoding/json would give.
+func unmarshal(data []byte, v any) error {
+	if len(data) < bigStringBytes {
+		return json.Unmarshal(data, v)
+	}
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() || rv.Elem().Kind() != reflect.Struct {
+		return json.Unmarshal(data, v)
+	}
+	big, ok := bigMembers(data)
+	if !ok || len(big) == 0 {
+		return json.Unmarshal(data, v)
+	}
+	fields := directFields(rv.Elem().Type())
+	for i := range big {
+		idx, ok := fields[big[i].key]
+		if !ok {
+			return json.Unmarshal(data, v)
+		}
+		big[i].field = idx
+	}
+	// The rest of the object, with each big value replaced by null (which
+	// leaves a string alone and sets a []byte to nil, then overwritten).
+	small := make([]byte, 0, 512)
+	last := 0
+	for _, m := range big {
+		small = append(small, data[last:m.start]...)
+		small = append(small, "null"...)
+		last = m.end
+	}
+	small = append(small, data[last:]...)
+	if err := json.Unmarshal(small, v); err != nil {
+		return err
+	}
+	elem := rv.Elem()
+	for _, m := range big {
+		f := elem.Field(m.field)
+		body := data[m.start+1 : m.end-1]
+		plain := bytes.IndexByte(body, '\\') < 0
+		switch f.Kind() {
+		case reflect.Slice:
+			if !plain {
+				return json.Unmarshal(data, v)
+			}
+			b := make([]byte, base64.StdEncoding.DecodedLen(len(body)))
+			n, err := base64.StdEncoding.Decode(b, body)
+			if err != nil {
+				return json.Unmarshal(data, v) // for encoding/json's own error
+			}
+			f.SetBytes(b[:n])
+		case reflect.String:
+			if !plain || !utf8.Valid(body) {
+				var s string
+				if err := json.Unmarshal(data[m.start:m.end], &s); err != nil {
+					return err
+				}
+				f.SetString(s)
+				continue
+			}
+			f.SetString(string(body))
+		}
+	}
+	return nil
+}
+
+type bigMember struct {
+	key        string
+	start, end int // the value's string token, quotes included
+	field      int
+}
+
+// bigMembers lists the string members of the top-level object data that
+// are at least bigStringBytes long. It reports false when data is not an
+// object or has a duplicate key among them, which encoding/json resolves
+// by order.
+func bigMembers(data []byte) ([]bigMember, bool) {
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return nil, false
+	}
+	var big []bigMember
+	var keys []string
+	i = skipSpace(data, i+1)
+	if i < len(data) && data[i] == '}' {
+		return nil, true
+	}
+	for {
+		if i >= len(data) || data[i] != '"' {
+			return nil, false
+		}
+		keyEnd, err := skipString(data, i)
+		if err != nil {
+			return nil, false
+		}
+		key, ok := decodeString(data[i:keyEnd])
+		if !ok {
+			return nil, false
+		}
+		i = skipSpace(data, keyEnd)
+		if i >= len(data) || data[i] != ':' {
+			return nil, false
+		}
+		i = skipSpace(data, i+1)
+		var end int
+		if data[i] == '"' {
+			// data is known valid: find the closing quote, not validate.
+			end = skipValidString(data, i)
+		} else if end, err = skipValue(data, i, 1); err != nil {
+			return nil, false
+		}
+		for _, k := range keys {
+			if strings.EqualFold(k, key) {
+				return nil, false
+			}
+		}
+		keys = append(keys, key)
+		if data[i] == '"' && end-i >= bigStringBytes {
+			big = append(big, bigMember{key: key, start: i, end: end})
+		}
+		i = skipSpace(data, end)
+		if i >= len(data) {
+			return nil, false
+		}
+		if data[i] == '}' {
+			return big, true
+		}
+		if data[i] != ',' {
+			return nil, false
+		}
+		i = skipSpace(data, i+1)
+	}
+}
+
+var (
+	bytesType  = reflect.TypeFor[[]byte]()
+	stringType = reflect.TypeFor[string]()
+	fieldCache sync.Map // reflect.Type -> map[string]int
+)
+
+// directFields maps the JSON names of t's own exported fields of type
+// exactly []byte or string onto their indices. A name that another field
+// of t also answers to, even by case, is left out, so only unambiguous
+// fields take the direct path.
+func directFields(t reflect.Type) map[string]int {
+	if m, ok := fieldCache.Load(t); ok {
+		return m.(map[string]int)
+	}
+	names := map[string]int{}
+	count := map[string]int{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Anonymous {
+			// Embedded fields can promote names of their own; do not
+			// guess how encoding/json would resolve them.
+			fieldCache.Store(t, map[string]int{})
+			return map[string]int{}
+		}
+		if !f.IsExported() {
+			continue
+		}
+		name := f.Name
+		tag, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if tag == "-" && opts == "" {
+			continue
+		}
+		if tag != "" {
+			name = tag
+		}
+		count[strings.ToLower(name)]++
+		if (f.Type == bytesType || f.Type == stringType) && !strings.Contains(","+opts+",", ",string,") {
+			names[name] = i
+		}
+	}
+	for name := range names {
+		if count[strings.ToLower(name)] > 1 {
+			delete(names, name)
+		}
+	}
+	fieldCache.Store(t, names)
+	return names
+}
+
+// skipValidString returns the index past the string token of valid JSON
+// that starts at data[i]: the first quote not escaped by a backslash.
+func skipValidString(data []byte, i int) int {
+	j := i + 1
+	for {
+		q := bytes.IndexByte(data[j:], '"')
+		if q < 0 {
+			return len(data)
+		}
+		j += q
+		backslashes := 0
+		for k := j - 1; k > i && data[k] == '\\'; k-- {
+			backslashes++
+		}
+		if backslashes%2 == 0 {
+			return j + 1
+		}
+		j++
+	}
+}

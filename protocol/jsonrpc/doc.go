@@ -1,0 +1,28 @@
+// Package jsonrpc is the transport of the extension protocol: symmetric
+// JSON-RPC 2.0 over a pair of byte streams, one JSON object per line.
+//
+// It owns framing (a line of at most Options.MaxMessageBytes; a longer
+// line or one that is not JSON closes the connection with a protocol
+// error), request ids (an int64 counter per sender), matching responses
+// that arrive in any order, notifications, cancellation with $/cancel
+// {"id": N}, the bound on requests served at once (answered with
+// overloaded, never by pausing the reader, since the reader also delivers
+// the answers that handlers' nested calls wait for), and the mapping of
+// handler errors onto the wire: an AuthoredError crosses with its own
+// code, message and data; anything else as -32603 with no detail.
+//
+// Both sides use the same Conn: NewConn starts the reader, Call and Notify
+// send, and a Handler serves. A handler may call back on the Conn it finds
+// with ConnFromContext. When the stream breaks, every pending and later
+// Call fails with an error wrapping ErrTransport.
+//
+// The package imports the standard library only and knows nothing of the
+// protocol's error codes; Options.DecodeError is where a caller maps them.
+//
+//	conn := jsonrpc.NewConn(os.Stdin, os.Stdout, jsonrpc.Methods{
+//		"echo": func(ctx context.Context, req *jsonrpc.Request) (any, error) {
+//			return req.Params, nil
+//		},
+//	}, nil)
+//	<-conn.Done()
+package jsonrpc

@@ -1,0 +1,518 @@
+package jsonrpc
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"unicode/utf8"
+)
+
+// The JSON-RPC error numbers this package sends or interprets.
+const (
+	CodeParseError     = -32700
+	CodeInvalidRequest = -32600
+	CodeMethodNotFound = -32601
+	CodeInvalidParams  = -32602
+	CodeInternal       = -32603
+	CodeCancelled      = -32800
+	CodeAuthored       = -32000
+)
+
+// maxDepth bounds the nesting of arrays and objects in one message, as
+// encoding/json does, so a hostile line cannot exhaust the stack.
+const maxDepth = 10000
+
+// wireError is the error object of a JSON-RPC response.
+type wireError struct {
+	Code    int             `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+// inMessage is one decoded line. Its byte fields alias the line buffer and
+// are valid only until the next line is read.
+type inMessage struct {
+	id        []byte // raw id token; nil when absent
+	method    string
+	hasMethod bool
+	params    []byte // raw params value; nil when absent
+	result    []byte // raw result value; nil when absent
+	errObj    []byte // raw error object; nil when absent
+}
+
+var (
+	errSyntax      = errors.New("invalid JSON")
+	errTooDeep     = errors.New("invalid JSON: nesting too deep")
+	errNotMessage  = errors.New("not a JSON-RPC 2.0 message")
+	errDuplicate   = errors.New("duplicate member in message")
+	errBadID       = errors.New("message id is neither a number nor a string")
+	errBadVersion  = errors.New(`message lacks "jsonrpc": "2.0"`)
+	errBadShape    = errors.New("message is neither a request nor a response")
+	errMethodValue = errors.New("method is not a string")
+)
+
+// parseMessage decodes one line in a single pass: it validates the whole
+// line as JSON and slices out the envelope's members without copying them.
+// A syntax error is reported as errSyntax (or errTooDeep); a well-formed
+// line that is not a JSON-RPC 2.0 message as one of the other errors.
+func parseMessage(line []byte) (inMessage, error) {
+	var m inMessage
+	i := skipSpace(line, 0)
+	if i == len(line) {
+		return m, errSyntax
+	}
+	if line[i] != '{' {
+		end, err := skipValue(line, i, 0)
+		if err != nil {
+			return m, err
+		}
+		if skipSpace(line, end) != len(line) {
+			return m, errSyntax
+		}
+		return m, errNotMessage
+	}
+	// The members are validated as they are sliced out; a shape error is
+	// kept until the whole line has proved to be JSON, so invalid JSON is
+	// always reported as such.
+	var seen uint8
+	var version []byte
+	var shapeErr error
+	i = skipSpace(line, i+1)
+	if i < len(line) && line[i] == '}' {
+		i++
+	} else {
+		for {
+			if i >= len(line) || line[i] != '"' {
+				return m, errSyntax
+			}
+			keyEnd, err := skipString(line, i)
+			if err != nil {
+				return m, err
+			}
+			key := line[i+1 : keyEnd-1]
+			if bytes.IndexByte(key, '\\') >= 0 {
+				var s string
+				if json.Unmarshal(line[i:keyEnd], &s) == nil {
+					key = []byte(s)
+				}
+			}
+			i = skipSpace(line, keyEnd)
+			if i >= len(line) || line[i] != ':' {
+				return m, errSyntax
+			}
+			i = skipSpace(line, i+1)
+			valEnd, err := skipValue(line, i, 1)
+			if err != nil {
+				return m, err
+			}
+			val := line[i:valEnd]
+			var bit uint8
+			switch string(key) {
+			case "jsonrpc":
+				bit, version = 1, val
+			case "id":
+				bit, m.id = 2, val
+			case "method":
+				bit = 4
+				s, ok := decodeString(val)
+				if !ok {
+					shapeErr = errMethodValue
+				}
+				m.method, m.hasMethod = s, true
+			case "params":
+				bit, m.params = 8, val
+			case "result":
+				bit, m.result = 16, val
+			case "error":
+				bit, m.errObj = 32, val
+			}
+			if bit != 0 {
+				if seen&bit != 0 {
+					shapeErr = errDuplicate
+				}
+				seen |= bit
+			}
+			i = skipSpace(line, valEnd)
+			if i >= len(line) {
+				return m, errSyntax
+			}
+			if line[i] == '}' {
+				i++
+				break
+			}
+			if line[i] != ',' {
+				return m, errSyntax
+			}
+			i = skipSpace(line, i+1)
+		}
+	}
+	if skipSpace(line, i) != len(line) {
+		return m, errSyntax
+	}
+	if shapeErr != nil {
+		return m, shapeErr
+	}
+	if string(version) != `"2.0"` {
+		return m, errBadVersion
+	}
+	if m.id != nil {
+		switch m.id[0] {
+		case '"', '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		case 'n':
+			// A null id is allowed only on an error response to a message
+			// whose id could not be read.
+			if m.hasMethod || m.errObj == nil {
+				return m, errBadID
+			}
+		default:
+			return m, errBadID
+		}
+	}
+	switch {
+	case m.hasMethod:
+		if m.result != nil || m.errObj != nil {
+			return m, errBadShape
+		}
+		if m.params != nil && m.params[0] != '{' && m.params[0] != '[' && string(m.params) != "null" {
+			return m, errBadShape
+		}
+	case m.id != nil:
+		if (m.result == nil) == (m.errObj == nil) || m.params != nil {
+			return m, errBadShape
+		}
+		if m.errObj != nil && m.errObj[0] != '{' {
+			return m, errBadShape
+		}
+	default:
+		return m, errBadShape
+	}
+	return m, nil
+}
+
+// decodeString returns the Go string of a JSON string token.
+func decodeString(tok []byte) (string, bool) {
+	if len(tok) < 2 || tok[0] != '"' {
+		return "", false
+	}
+	body := tok[1 : len(tok)-1]
+	if bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body) {
+		return string(body), true
+	}
+	var s string
+	if err := json.Unmarshal(tok, &s); err != nil {
+		return "", false
+	}
+	return s, true
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) {
+		switch b[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// skipValue validates the JSON value starting at b[i] (no leading space)
+// and returns the index just past it. It accepts exactly what
+// encoding/json accepts, but scans string bodies, which dominate large
+// messages, with a tight loop rather than a state machine.
+func skipValue(b []byte, i, depth int) (int, error) {
+	if i >= len(b) {
+		return i, errSyntax
+	}
+	switch c := b[i]; {
+	case c == '"':
+		return skipString(b, i)
+	case c == '{':
+		if depth >= maxDepth {
+			return i, errTooDeep
+		}
+		i = skipSpace(b, i+1)
+		if i < len(b) && b[i] == '}' {
+			return i + 1, nil
+		}
+		for {
+			if i >= len(b) || b[i] != '"' {
+				return i, errSyntax
+			}
+			var err error
+			if i, err = skipString(b, i); err != nil {
+				return i, err
+			}
+			i = skipSpace(b, i)
+			if i >= len(b) || b[i] != ':' {
+				return i, errSyntax
+			}
+			i = skipSpace(b, i+1)
+			if i, err = skipValue(b, i, depth+1); err != nil {
+				return i, err
+			}
+			i = skipSpace(b, i)
+			if i >= len(b) {
+				return i, errSyntax
+			}
+			switch b[i] {
+			case ',':
+				i = skipSpace(b, i+1)
+			case '}':
+				return i + 1, nil
+			default:
+				return i, errSyntax
+			}
+		}
+	case c == '[':
+		if depth >= maxDepth {
+			return i, errTooDeep
+		}
+		i = skipSpace(b, i+1)
+		if i < len(b) && b[i] == ']' {
+			return i + 1, nil
+		}
+		for {
+			var err error
+			if i, err = skipValue(b, i, depth+1); err != nil {
+				return i, err
+			}
+			i = skipSpace(b, i)
+			if i >= len(b) {
+				return i, errSyntax
+			}
+			switch b[i] {
+			case ',':
+				i = skipSpace(b, i+1)
+			case ']':
+				return i + 1, nil
+			default:
+				return i, errSyntax
+			}
+		}
+	case c == '-' || (c >= '0' && c <= '9'):
+		return skipNumber(b, i)
+	case c == 't':
+		return skipLiteral(b, i, "true")
+	case c == 'f':
+		return skipLiteral(b, i, "false")
+	case c == 'n':
+		return skipLiteral(b, i, "null")
+	}
+	return i, errSyntax
+}
+
+func skipLiteral(b []byte, i int, lit string) (int, error) {
+	if len(b)-i < len(lit) || string(b[i:i+len(lit)]) != lit {
+		return i, errSyntax
+	}
+	return i + len(lit), nil
+}
+
+// skipString validates the string starting at b[i] == '"'. Runs of plain
+// bytes, which make up nearly all of a base64 payload, are skipped eight
+// at a time.
+func skipString(b []byte, i int) (int, error) {
+	i++
+	for i < len(b) {
+		for len(b)-i >= 8 && !hasSpecial(binary.LittleEndian.Uint64(b[i:])) {
+			i += 8
+		}
+		if i >= len(b) {
+			break
+		}
+		c := b[i]
+		switch {
+		case c == '"':
+			return i + 1, nil
+		case c == '\\':
+			if i+1 >= len(b) {
+				return i, errSyntax
+			}
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if len(b)-i < 6 {
+					return i, errSyntax
+				}
+				for _, h := range b[i+2 : i+6] {
+					if !isHex(h) {
+						return i, errSyntax
+					}
+				}
+				i += 6
+			default:
+				return i, errSyntax
+			}
+		case c < 0x20:
+			return i, errSyntax
+		default:
+			i++
+		}
+	}
+	return i, errSyntax
+}
+
+// hasSpecial reports whether any of the eight bytes in x is a quote, a
+// backslash or a control character (below 0x20).
+func hasSpecial(x uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	quote := x ^ (ones * '"')
+	slash := x ^ (ones * '\\')
+	return ((quote-ones)&^quote|(slash-ones)&^slash|(x-ones*0x20)&^x)&highs != 0
+}
+
+func isHex(c byte) bool {
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
+}
+
+func skipNumber(b []byte, i int) (int, error) {
+	if b[i] == '-' {
+		i++
+	}
+	if i >= len(b) {
+		return i, errSyntax
+	}
+	switch {
+	case b[i] == '0':
+		i++
+	case b[i] >= '1' && b[i] <= '9':
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	default:
+		return i, errSyntax
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		start := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		if i == start {
+			return i, errSyntax
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		start := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		if i == start {
+			return i, errSyntax
+		}
+	}
+	return i, nil
+}
+
+// validJSON reports whether b is exactly one JSON value, with optional
+// surrounding space.
+func validJSON(b []byte) bool {
+	i := skipSpace(b, 0)
+	end, err := skipValue(b, i, 0)
+	return err == nil && skipSpace(b, end) == len(b)
+}
+
+// The encoders below append one message, newline included, to buf.
+
+func appendRequestHead(buf []byte, id int64, notification bool, method string) []byte {
+	buf = append(buf, `{"jsonrpc":"2.0",`...)
+	if !notification {
+		buf = append(buf, `"id":`...)
+		buf = strconv.AppendInt(buf, id, 10)
+		buf = append(buf, ',')
+	}
+	buf = append(buf, `"method":`...)
+	return appendString(buf, method)
+}
+
+func appendResponseHead(buf []byte, id []byte) []byte {
+	buf = append(buf, `{"jsonrpc":"2.0","id":`...)
+	return append(buf, id...)
+}
+
+func appendErrorResponse(buf []byte, id []byte, e *wireError) []byte {
+	if id == nil {
+		id = []byte("null")
+	}
+	buf = appendResponseHead(buf, id)
+	buf = append(buf, `,"error":{"code":`...)
+	buf = strconv.AppendInt(buf, int64(e.Code), 10)
+	buf = append(buf, `,"message":`...)
+	buf = appendString(buf, e.Message)
+	if len(e.Data) > 0 {
+		buf = append(buf, `,"data":`...)
+		buf = append(buf, e.Data...)
+	}
+	return append(buf, "}}\n"...)
+}
+
+// appendString appends s as a JSON string.
+func appendString(buf []byte, s string) []byte {
+	plain := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		buf = append(buf, '"')
+		buf = append(buf, s...)
+		return append(buf, '"')
+	}
+	b, _ := json.Marshal(s) // a string always marshals
+	return append(buf, b...)
+}
+
+// appendValue appends v as JSON. A json.RawMessage is checked and copied
+// as it is, with any line break (which valid JSON holds only as space
+// between tokens) turned into a space so framing survives.
+func appendValue(buf []byte, v any) ([]byte, error) {
+	var raw []byte
+	switch v := v.(type) {
+	case nil:
+		return append(buf, "null"...), nil
+	case json.RawMessage:
+		raw = v
+	case *json.RawMessage:
+		if v == nil {
+			return append(buf, "null"...), nil
+		}
+		raw = *v
+	default:
+		// Encode straight after what buf holds: one copy, no new slice.
+		bb := bytes.NewBuffer(buf)
+		enc := json.NewEncoder(bb)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(v); err != nil {
+			return buf, err
+		}
+		out := bb.Bytes()
+		return out[:len(out)-1], nil // Encode ends with a newline
+	}
+	if len(raw) == 0 {
+		return append(buf, "null"...), nil
+	}
+	if !validJSON(raw) {
+		return buf, errors.New("json.RawMessage is not valid JSON")
+	}
+	start := len(buf)
+	buf = append(buf, raw...)
+	if bytes.IndexByte(raw, '\n') >= 0 || bytes.IndexByte(raw, '\r') >= 0 {
+		for i := start; i < len(buf); i++ {
+			if buf[i] == '\n' || buf[i] == '\r' {
+				buf[i] = ' '
+			}
+		}
+	}
+	return buf, nil
+}

@@ -1,0 +1,275 @@
+package sdk
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/open-conduit/open-conduit/protocol"
+)
+
+// The lifecycle states of a server.
+const (
+	stateNew      = iota // before initialize succeeded
+	stateReady           // initialized
+	stateShutdown        // shutdown received
+)
+
+// server is one served extension: the dispatch shared by Serve (over the
+// wire) and Attach (in process).
+type server struct {
+	ext      *Extension
+	manifest *protocol.Manifest
+	host     *Host
+	logf     func(string, ...any)
+
+	mu       sync.Mutex
+	state    int
+	inflight map[*inflightCall]struct{}
+	idle     chan struct{} // closed and replaced whenever inflight empties
+}
+
+type inflightCall struct{ cancel context.CancelFunc }
+
+// newServer parses ext's manifest and checks ext against it.
+func newServer(ext *Extension, host Caller) (*server, error) {
+	if ext == nil {
+		return nil, errors.New("sdk: nil Extension")
+	}
+	m, err := protocol.ParseManifest(ext.Manifest)
+	if err != nil {
+		return nil, fmt.Errorf("sdk: manifest: %w", err)
+	}
+	if err := checkExtension(ext, m); err != nil {
+		return nil, err
+	}
+	s := &server{
+		ext:      ext,
+		manifest: m,
+		logf:     ext.Logf,
+		inflight: map[*inflightCall]struct{}{},
+		idle:     make(chan struct{}),
+	}
+	if s.logf == nil {
+		l := log.New(os.Stderr, m.Name+": ", log.LstdFlags)
+		s.logf = l.Printf
+	}
+	s.host = NewHost(host, m)
+	return s, nil
+}
+
+// call serves one host-to-extension request. params is a wire params value
+// in either form protocol.DecodeParams accepts. The error, if any, is a
+// *protocol.Error or the context's error when ctx ended.
+func (s *server) call(ctx context.Context, method string, params any) (any, error) {
+	res, err := s.serve(ctx, method, params)
+	if err == nil {
+		return res, nil
+	}
+	return nil, s.wireError(ctx, method, err)
+}
+
+func (s *server) serve(ctx context.Context, method string, params any) (any, error) {
+	mt, known := protocol.LookupMethod(method)
+	if !known || mt.Direction == protocol.ExtensionToHost {
+		return nil, protocol.Errorf(protocol.CodeMethodNotFound, "method %q is not one an extension serves", method)
+	}
+	s.mu.Lock()
+	state := s.state
+	s.mu.Unlock()
+	switch {
+	case method == "initialize" && state == stateNew:
+		return s.initialize(ctx, params)
+	case state == stateShutdown:
+		return nil, protocol.Errorf(protocol.CodeShuttingDown, "shutting down: %s refused", method)
+	case state == stateNew:
+		return nil, protocol.Errorf(protocol.CodeInvalid, "%s before initialize: no other method is valid until initialize succeeds", method)
+	case method == "initialize":
+		return nil, protocol.Errorf(protocol.CodeInvalid, "initialize already succeeded")
+	case method == "shutdown":
+		return s.shutdown(ctx)
+	}
+	if !s.manifest.Enabled(method) {
+		return nil, protocol.Errorf(protocol.CodeUndeclared, "the manifest of %q does not enable %s", s.manifest.Name, method)
+	}
+	f, ok := dispatch[method]
+	if !ok {
+		return nil, protocol.Errorf(protocol.CodeMethodNotFound, "%s is not served by this extension", method)
+	}
+	ctx, done, err := s.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	return f(s, ctx, params)
+}
+
+// begin records a request in flight so shutdown can wait for or cancel it.
+func (s *server) begin(ctx context.Context) (context.Context, func(), error) {
+	ctx, cancel := context.WithCancel(ctx)
+	c := &inflightCall{cancel: cancel}
+	s.mu.Lock()
+	if s.state == stateShutdown {
+		s.mu.Unlock()
+		cancel()
+		return nil, nil, protocol.Errorf(protocol.CodeShuttingDown, "shutting down")
+	}
+	s.inflight[c] = struct{}{}
+	s.mu.Unlock()
+	return ctx, func() {
+		cancel()
+		s.mu.Lock()
+		delete(s.inflight, c)
+		if len(s.inflight) == 0 {
+			close(s.idle)
+			s.idle = make(chan struct{})
+		}
+		s.mu.Unlock()
+	}, nil
+}
+
+// wireError maps a handler's error onto what crosses: a *protocol.Error
+// keeps its code and message; the request's own cancellation stays the
+// context's error (the transport answers it as cancelled); anything else
+// is internal, its detail logged here only.
+func (s *server) wireError(ctx context.Context, method string, err error) error {
+	var pe *protocol.Error
+	if errors.As(err, &pe) {
+		if pe == err {
+			return pe
+		}
+		return &protocol.Error{Code: pe.Code, Message: err.Error(), ResetAt: pe.ResetAt}
+	}
+	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return ctx.Err()
+	}
+	s.logf("%s: %v", method, err)
+	return protocol.NewError(protocol.CodeInternal, "internal error")
+}
+
+func (s *server) initialize(ctx context.Context, params any) (any, error) {
+	p, err := protocol.DecodeParams[protocol.InitializeParams](params)
+	if err != nil {
+		return nil, err
+	}
+	var ours []protocol.Version
+	for _, v := range s.manifest.Protocol {
+		if protocol.Supported(v) {
+			ours = append(ours, v)
+		}
+	}
+	v, err := protocol.Negotiate(ours, p.ProtocolVersions)
+	if err != nil {
+		return nil, err
+	}
+	if s.ext.Initialize != nil {
+		if err := s.ext.Initialize(ctx, p); err != nil {
+			return nil, err
+		}
+	}
+	s.mu.Lock()
+	if s.state == stateNew {
+		s.state = stateReady
+	}
+	s.mu.Unlock()
+	return protocol.InitializeResult{ProtocolVersion: v, Manifest: json.RawMessage(s.ext.Manifest)}, nil
+}
+
+func (s *server) configure(ctx context.Context, p protocol.ConfigureParams) (protocol.ConfigureResult, error) {
+	if p.KV.Stored > p.KV.Declared {
+		return protocol.ConfigureResult{}, protocol.Errorf(protocol.CodeKVDowngrade,
+			"the stored KV layout is version %d, newer than this release's %d", p.KV.Stored, p.KV.Declared)
+	}
+	if p.KV.Stored < p.KV.Declared && s.ext.Migrate != nil {
+		if err := s.ext.Migrate(ctx, s.host, p.KV.Stored, p.KV.Declared); err != nil {
+			return protocol.ConfigureResult{}, fmt.Errorf("migrating KV from version %d to %d: %w", p.KV.Stored, p.KV.Declared, err)
+		}
+	}
+	if s.ext.Configure == nil {
+		return protocol.ConfigureResult{}, nil
+	}
+	return s.ext.Configure(ctx, s.host, p)
+}
+
+// shutdown stops taking requests, waits for those in flight (cancelling
+// them after the grace period or when its own context ends), then runs
+// the extension's Shutdown.
+func (s *server) shutdown(ctx context.Context) (any, error) {
+	s.mu.Lock()
+	s.state = stateShutdown
+	s.mu.Unlock()
+	grace := s.ext.ShutdownGrace
+	if grace <= 0 {
+		grace = DefaultShutdownGrace
+	}
+	timer := time.NewTimer(grace)
+	defer timer.Stop()
+	for {
+		s.mu.Lock()
+		n, idle := len(s.inflight), s.idle
+		s.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		select {
+		case <-idle:
+		case <-timer.C:
+			s.cancelInflight()
+		case <-ctx.Done():
+			s.cancelInflight()
+			<-idle
+		}
+	}
+	if s.ext.Shutdown != nil {
+		if err := s.ext.Shutdown(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return protocol.Empty{}, nil
+}
+
+func (s *server) cancelInflight() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.inflight {
+		c.cancel()
+	}
+}
+
+// readable prepares an Event for a decision handler: a current or foreign
+// payload passes as it is, an older version of the extension's own is
+// upcast to the current version, and anything else is not passed (ok is
+// false, reason says why).
+func (s *server) readable(ev *protocol.Event) (ok bool, reason string, err error) {
+	status := s.manifest.PayloadStatus(ev.Schema)
+	switch status {
+	case protocol.Foreign, protocol.Current:
+		return true, "", nil
+	case protocol.Upcast:
+	default:
+		return false, fmt.Sprintf("payload schema %q is %s for this release; not passed to the handler", ev.Schema, status), nil
+	}
+	base, v, _ := protocol.ParseSchema(ev.Schema)
+	versions := s.schemaVersions(base)
+	current := versions[len(versions)-1]
+	payload := ev.Payload
+	for ; v < current; v++ {
+		from := protocol.SchemaID(base, v)
+		if payload, err = s.ext.Upcasters[from](payload); err != nil {
+			return false, "", protocol.Errorf(protocol.CodeInvalid, "upcasting event %s from %s: %v", ev.ID, from, err)
+		}
+	}
+	ev.Schema, ev.Payload = protocol.SchemaID(base, current), payload
+	return true, "", nil
+}
+
+func (s *server) schemaVersions(base string) []int {
+	i := slices.IndexFunc(s.manifest.Provides.Schemas, func(d protocol.SchemaDecl) bool { return d.Base == base })
+	return s.manifest.Provides.Schemas[i].Versions
+}

@@ -1,0 +1,8 @@
+//go:build !unix
+
+package sdk
+
+import "os"
+
+// stdoutToStderr returns the standard error.
+func stdoutToStderr() *os.File { return os.Stderr }

@@ -1,0 +1,342 @@
+package runtime
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Reserved KV namespaces the engine keeps its own records in. No extension
+// can address them: an extension's namespaces are its name or name.*, and
+// no extension may be named "core".
+const (
+	// NamespaceIngress holds reconcile snapshots and checkpoints.
+	NamespaceIngress = "core.ingress"
+	// NamespaceRouting holds the routing cursor and each Event's route
+	// record.
+	NamespaceRouting = "core.routing"
+	// NamespaceScheduler holds each Work's input cursor.
+	NamespaceScheduler = "core.scheduler"
+	// NamespaceCausal holds per-chain rate windows and refused emissions.
+	NamespaceCausal = "core.causal"
+)
+
+// Timer kinds the engine arms for itself.
+const (
+	// TimerRetry holds a Work back until its retry backoff has passed.
+	TimerRetry = "core.retry"
+	// TimerWait expires a Wait at its deadline.
+	TimerWait = "core.wait"
+)
+
+// The capacity pools.
+const (
+	PoolAgent = "agent"
+	PoolJob   = "job"
+)
+
+// Binding says which executor runs a Work and in which capacity pool.
+type Binding struct {
+	Executor string
+	// Pool is the capacity pool (PoolAgent, PoolJob or a configured one);
+	// empty means PoolJob.
+	Pool string
+	// Connection and Operations make the Authority of the binding's
+	// executions.
+	Connection string
+	Operations []string
+}
+
+// Emitter is an extension's emission authority.
+type Emitter struct {
+	// Name is the extension: its sources are Name or Name/…, its KV
+	// namespaces Name or Name.….
+	Name string
+	// Families are the Event families it declared.
+	Families []string
+	// Scopes are the scopes configured to use it.
+	Scopes []string
+}
+
+// OperationSpec registers a toolbelt operation.
+type OperationSpec struct {
+	Operation Operation
+	// Owner provides the operation: it owns the Waits the operation
+	// declares and its emissions are checked against it.
+	Owner Emitter
+	// Filter, optional, decides which Events wake the Owner's Waits.
+	Filter DependencyFilter
+}
+
+// Source registers an ingress source.
+type Source struct {
+	ScopeID string
+	Ingress IngressSource
+	// PageLimit caps a reconcile page; 0 means DefaultPageLimit.
+	PageLimit int
+}
+
+// CausalLimits bound a causal chain. Zero fields mean the defaults.
+type CausalLimits struct {
+	MaxDepth  int // default 16
+	PerMinute int // Events per chain per minute, default 120
+}
+
+// RetryPolicy governs failed attempts. Zero fields mean the defaults.
+type RetryPolicy struct {
+	MaxAttempts int           // default 3
+	Initial     time.Duration // default 1s, doubled per attempt
+	Max         time.Duration // default 5m
+}
+
+// Config composes an Engine. Maps are read, never written, by the engine.
+type Config struct {
+	Store Store
+	// Clock defaults to SystemClock.
+	Clock Clock
+	// Holder names this engine as a lease holder; default "engine".
+	Holder string
+	// LeaseTTL is an execution lease's lifetime; default one hour. The
+	// scheduler supersedes a lease when it starts or adopts an attempt,
+	// so the TTL bounds only other holders.
+	LeaseTTL time.Duration
+
+	Sources     map[string]Source         // by source name
+	Routes      map[string][]Route        // by scope ID, in order
+	Handlers    map[string]RouteHandler   // by handler name
+	Bindings    map[string]Binding        // by binding name
+	Executors   map[string]Executor       // by executor name
+	WorkKinds   map[string]WorkKindPolicy // by Work kind; absent: not standing, first input
+	Recurrences map[string]Recurrence     // by timer kind
+	Operations  map[string]OperationSpec  // by operation name
+	Pools       map[string]int            // capacity by pool; default 4 each
+	Causal      CausalLimits
+	Retry       RetryPolicy
+	// OnError, optional, hears errors of background work (observers and
+	// Run) that have no caller to return to.
+	OnError func(error)
+}
+
+// Engine is the coordination core: ingress, routing, scheduling, waits,
+// timers, causal limits, emissions and the toolbelt, over one Store. It is
+// safe for concurrent use.
+type Engine struct {
+	cfg     Config
+	store   Store
+	clock   Clock
+	filters map[string]DependencyFilter
+
+	mu      sync.Mutex
+	running map[string]int // running executions by pool
+	kick    chan struct{}
+
+	observers sync.WaitGroup
+	// observeCtx outlives any one call: observations end with Close.
+	observeCtx context.Context
+	stop       context.CancelFunc
+}
+
+// New builds an Engine from cfg.
+func New(cfg Config) (*Engine, error) {
+	if cfg.Store == nil {
+		return nil, fmt.Errorf("%w: engine needs a store", ErrInvalid)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = SystemClock{}
+	}
+	if cfg.Holder == "" {
+		cfg.Holder = "engine"
+	}
+	if cfg.LeaseTTL <= 0 {
+		cfg.LeaseTTL = time.Hour
+	}
+	if cfg.Causal.MaxDepth <= 0 {
+		cfg.Causal.MaxDepth = 16
+	}
+	if cfg.Causal.PerMinute <= 0 {
+		cfg.Causal.PerMinute = 120
+	}
+	if cfg.Retry.MaxAttempts <= 0 {
+		cfg.Retry.MaxAttempts = 3
+	}
+	if cfg.Retry.Initial <= 0 {
+		cfg.Retry.Initial = time.Second
+	}
+	if cfg.Retry.Max <= 0 {
+		cfg.Retry.Max = 5 * time.Minute
+	}
+	for scope, routes := range cfg.Routes {
+		for i, r := range routes {
+			if _, ok := cfg.Handlers[r.Handler]; !ok {
+				return nil, fmt.Errorf("%w: scope %q route %d names unknown handler %q", ErrInvalid, scope, i, r.Handler)
+			}
+			if r.Kind == "" {
+				return nil, fmt.Errorf("%w: scope %q route %d has no work kind", ErrInvalid, scope, i)
+			}
+		}
+	}
+	for name, b := range cfg.Bindings {
+		if _, ok := cfg.Executors[b.Executor]; !ok {
+			return nil, fmt.Errorf("%w: binding %q names unknown executor %q", ErrInvalid, name, b.Executor)
+		}
+	}
+	e := &Engine{
+		cfg:     cfg,
+		store:   cfg.Store,
+		clock:   cfg.Clock,
+		filters: map[string]DependencyFilter{},
+		running: map[string]int{},
+		kick:    make(chan struct{}, 1),
+	}
+	for _, op := range cfg.Operations {
+		if op.Filter != nil {
+			e.filters[op.Owner.Name] = op.Filter
+		}
+	}
+	e.observeCtx, e.stop = context.WithCancel(context.Background())
+	return e, nil
+}
+
+// Close stops observing executions (the runs themselves go on) and waits
+// for the observers to return. It does not close the Store.
+func (e *Engine) Close() {
+	e.stop()
+	e.observers.Wait()
+}
+
+// Drain waits until every execution this engine observes has ended and
+// its outcome is recorded.
+func (e *Engine) Drain() { e.observers.Wait() }
+
+// Step runs one pass of the engine's work: fire due timers, route pending
+// Events, start pending Work. Run calls it in a loop; tests call it after
+// moving a fake clock.
+func (e *Engine) Step(ctx context.Context) error {
+	if _, err := e.FireDue(ctx); err != nil {
+		return fmt.Errorf("fire timers: %w", err)
+	}
+	for {
+		n, err := e.RoutePending(ctx)
+		if err != nil {
+			return fmt.Errorf("route: %w", err)
+		}
+		if n == 0 {
+			break
+		}
+	}
+	if _, err := e.StartPending(ctx); err != nil {
+		return fmt.Errorf("schedule: %w", err)
+	}
+	return nil
+}
+
+// Run steps the engine until ctx ends: after every accepted Event, wake
+// or settled execution, and when the earliest timer falls due.
+func (e *Engine) Run(ctx context.Context) error {
+	for {
+		if err := e.Step(ctx); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			e.report(err)
+		}
+		wake := make(chan struct{}, 1)
+		stop := func() bool { return false }
+		if due, ok, err := e.nextDue(ctx); err == nil && ok {
+			stop = e.clock.AfterFunc(due.Sub(e.clock.Now()), func() { wake <- struct{}{} })
+		}
+		select {
+		case <-ctx.Done():
+			stop()
+			return ctx.Err()
+		case <-e.kick:
+		case <-wake:
+		}
+		stop()
+	}
+}
+
+// Kick asks Run for another pass.
+func (e *Engine) Kick() {
+	select {
+	case e.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (e *Engine) nextDue(ctx context.Context) (time.Time, bool, error) {
+	var due time.Time
+	var ok bool
+	err := e.store.View(ctx, func(r ReadTx) error {
+		ts, err := r.DueTimers(farFuture, 1)
+		if err != nil || len(ts) == 0 {
+			return err
+		}
+		due, ok = ts[0].Due, true
+		return nil
+	})
+	return due, ok, err
+}
+
+var farFuture = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func (e *Engine) report(err error) {
+	if err != nil && e.cfg.OnError != nil {
+		e.cfg.OnError(err)
+	}
+}
+
+// newID returns prefix followed by 128 random bits in hex: unguessable.
+func newID(prefix string) string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand never fails on supported platforms
+	}
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// kvGetJSON reads a JSON record from a reserved namespace.
+func kvGetJSON(r ReadTx, ns, key string, v any) (bool, error) {
+	entry, found, err := r.KVGet(ns, key)
+	if err != nil || !found {
+		return false, err
+	}
+	if err := json.Unmarshal(entry.Value, v); err != nil {
+		return false, fmt.Errorf("runtime: stored record %s/%q: %w", ns, key, err)
+	}
+	return true, nil
+}
+
+// kvPut is a put of v's JSON form.
+func kvPut(ns, key string, v any) KVPut {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // only the engine's own record types pass through here
+	}
+	return KVPut{Namespace: ns, Key: key, Value: b}
+}
+
+// keyJoin joins key parts with NUL, which no identifier contains, so a
+// prefix of parts never matches a longer part.
+func keyJoin(parts ...string) string {
+	n := 0
+	for _, p := range parts {
+		n += len(p) + 1
+	}
+	b := make([]byte, 0, n)
+	for i, p := range parts {
+		if i > 0 {
+			b = append(b, 0)
+		}
+		b = append(b, p...)
+	}
+	return string(b)
+}
+
+// isNotFound reports ErrNotFound.
+func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }

@@ -1,0 +1,362 @@
+package runtime
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// The dispositions of a routed Event.
+const (
+	DispositionCreated   = "created"   // a route matched and created Work
+	DispositionAttached  = "attached"  // a route matched and attached the Event to open Work
+	DispositionUnmatched = "unmatched" // no route of the scope matched
+)
+
+// RouteRecord is what routing did with one Event, kept in NamespaceRouting.
+type RouteRecord struct {
+	EventID     string `json:"event_id"`
+	Disposition string `json:"disposition"`
+	// Route is the index of the matching route in its scope (-1 if none)
+	// and Handler its handler.
+	Route   int    `json:"route"`
+	Handler string `json:"handler,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	WorkID  string `json:"work_id,omitempty"`
+	// Woke lists the Waits the Event satisfied.
+	Woke []string `json:"woke,omitempty"`
+	// DisplayRefused says why the match's display was dropped.
+	DisplayRefused string `json:"display_refused,omitempty"`
+}
+
+const routingCursorKey = "cursor"
+
+func routeRecordKey(eventID string) string { return keyJoin("route", eventID) }
+
+// maxRouteRetries bounds how often one Event's routing re-runs after
+// revision conflicts before the pass gives up (and retries next pass).
+const maxRouteRetries = 8
+
+// RoutingCursor is the sequence of the last routed Event.
+func (e *Engine) RoutingCursor(ctx context.Context) (int64, error) {
+	var cursor int64
+	err := e.store.View(ctx, func(r ReadTx) error {
+		_, err := kvGetJSON(r, NamespaceRouting, routingCursorKey, &cursor)
+		return err
+	})
+	return cursor, err
+}
+
+// RouteRecordOf reads the route record of an Event; ErrNotFound if it has
+// not been routed.
+func (e *Engine) RouteRecordOf(ctx context.Context, eventID string) (RouteRecord, error) {
+	var rec RouteRecord
+	err := e.store.View(ctx, func(r ReadTx) error {
+		found, err := kvGetJSON(r, NamespaceRouting, routeRecordKey(eventID), &rec)
+		if err == nil && !found {
+			err = fmt.Errorf("%w: event %q has no route record", ErrNotFound, eventID)
+		}
+		return err
+	})
+	return rec, err
+}
+
+// RoutePending routes the Events after the routing cursor, in sequence
+// order, one transaction each, and returns how many it routed. Handlers
+// run outside any transaction on a detached snapshot. A handler error
+// ends the pass with the Event still pending; routing is retried.
+func (e *Engine) RoutePending(ctx context.Context) (int, error) {
+	var (
+		cursor int64
+		events []Event
+	)
+	err := e.store.View(ctx, func(r ReadTx) error {
+		if _, err := kvGetJSON(r, NamespaceRouting, routingCursorKey, &cursor); err != nil {
+			return err
+		}
+		var err error
+		events, err = r.Events(cursor, DefaultPageLimit)
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	routed := 0
+	for _, ev := range events {
+		if err := e.routeEvent(ctx, ev); err != nil {
+			return routed, fmt.Errorf("event %s: %w", ev.ID, err)
+		}
+		routed++
+	}
+	return routed, nil
+}
+
+// snapshot is what a routing decision was made on.
+type snapshot struct {
+	work *Work // the Work the Event names, if any
+}
+
+var errRerun = errors.New("routing input changed; re-run")
+
+func (e *Engine) routeEvent(ctx context.Context, ev Event) error {
+	for attempt := 0; ; attempt++ {
+		snap, err := e.takeSnapshot(ctx, ev)
+		if err != nil {
+			return err
+		}
+		idx, dec, err := e.decide(ctx, ev, snap)
+		if err != nil {
+			return err
+		}
+		err = e.store.Transact(ctx, func(tx Tx) error {
+			return e.applyRoute(tx, ev, snap, idx, dec)
+		})
+		if errors.Is(err, errRerun) && attempt < maxRouteRetries {
+			continue
+		}
+		if err == nil && len(e.cfg.Routes[ev.ScopeID]) > 0 {
+			e.Kick()
+		}
+		return err
+	}
+}
+
+func (e *Engine) takeSnapshot(ctx context.Context, ev Event) (snapshot, error) {
+	var snap snapshot
+	if len(ev.Works) == 0 {
+		return snap, nil
+	}
+	err := e.store.View(ctx, func(r ReadTx) error {
+		w, err := r.Work(ev.Works[0])
+		if isNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		snap.work = &w
+		return nil
+	})
+	return snap, err
+}
+
+// decide offers ev to its scope's routes in order and returns the first
+// match (index -1 if none).
+func (e *Engine) decide(ctx context.Context, ev Event, snap snapshot) (int, RouteDecision, error) {
+	for i, route := range e.cfg.Routes[ev.ScopeID] {
+		dec, err := e.match(ctx, ev, snap, route)
+		if err != nil {
+			return -1, RouteDecision{}, fmt.Errorf("route %d (%s): %w", i, route.Handler, err)
+		}
+		if dec.Match {
+			return i, dec, nil
+		}
+	}
+	return -1, RouteDecision{}, nil
+}
+
+func (e *Engine) match(ctx context.Context, ev Event, snap snapshot, route Route) (RouteDecision, error) {
+	in := RouteInput{ScopeID: ev.ScopeID, Route: route, Event: ev}
+	if snap.work != nil {
+		w := *snap.work
+		w.CorrelationKeys = slices.Clone(w.CorrelationKeys)
+		w.Grants = slices.Clone(w.Grants)
+		in.Work = &w
+	}
+	return e.cfg.Handlers[route.Handler].Match(ctx, in)
+}
+
+func (e *Engine) applyRoute(tx Tx, ev Event, snap snapshot, idx int, dec RouteDecision) error {
+	var cursor int64
+	if _, err := kvGetJSON(tx, NamespaceRouting, routingCursorKey, &cursor); err != nil {
+		return err
+	}
+	if cursor >= ev.Sequence {
+		return nil // another pass routed it
+	}
+	if snap.work != nil {
+		// The handler saw this Work; if it changed since, decide again.
+		w, err := tx.Work(snap.work.ID)
+		if err != nil || w.Revision != snap.work.Revision {
+			return errRerun
+		}
+	}
+	rec := RouteRecord{EventID: ev.ID, Disposition: DispositionUnmatched, Route: -1}
+	if idx >= 0 {
+		route := e.cfg.Routes[ev.ScopeID][idx]
+		rec.Route, rec.Handler, rec.Reason = idx, route.Handler, dec.Reason
+		if err := e.applyMatch(tx, ev, snap, route, dec, &rec); err != nil {
+			return err
+		}
+	} else if len(e.cfg.Routes[ev.ScopeID]) == 0 {
+		rec.Reason = "no routes configured for the scope"
+	}
+	return tx.KVCommit(KVBatch{Puts: []KVPut{
+		kvPut(NamespaceRouting, routeRecordKey(ev.ID), rec),
+		kvPut(NamespaceRouting, routingCursorKey, ev.Sequence),
+	}})
+}
+
+func (e *Engine) applyMatch(tx Tx, ev Event, snap snapshot, route Route, dec RouteDecision, rec *RouteRecord) error {
+	keys := normaliseSet(dec.CorrelationKeys)
+	if err := ValidateNames("correlation key", keys); err != nil {
+		return fmt.Errorf("route %d (%s) decision: %w", rec.Route, route.Handler, err)
+	}
+	var display json.RawMessage
+	if dec.Display != nil {
+		if err := ValidateDisplay(*dec.Display); err != nil {
+			rec.DisplayRefused = err.Error()
+		} else {
+			display, _ = json.Marshal(dec.Display)
+		}
+	}
+
+	// Wake the active Waits on the Event's keys.
+	woken := map[string]bool{}
+	for _, key := range keys {
+		waits, err := tx.WaitsForKey(key)
+		if err != nil {
+			return err
+		}
+		for _, w := range waits {
+			if woken[w.ID] {
+				continue
+			}
+			if f := e.filters[w.Owner]; f != nil {
+				ok, err := f.Matches(w, ev)
+				if err != nil || !ok {
+					continue // a failing filter is no match; a later Event may still wake it
+				}
+			}
+			woken[w.ID] = true
+			if err := e.wake(tx, w, ev); err != nil {
+				return err
+			}
+			rec.Woke = append(rec.Woke, w.ID)
+		}
+	}
+
+	// Attach to open Work holding one of the keys, else create Work.
+	work, found, err := e.openWorkByKeys(tx, ev.ScopeID, keys)
+	if err != nil {
+		return err
+	}
+	if found {
+		rec.Disposition, rec.WorkID = DispositionAttached, work.ID
+		if err := tx.LinkEventWork(ev.ID, work.ID); err != nil {
+			return err
+		}
+		changed := false
+		if display != nil {
+			work.Display, changed = display, true
+		}
+		if work.State == WorkWaiting {
+			if _, err := tx.ActiveWait(work.ID); isNotFound(err) {
+				work.State, changed = WorkPending, true // idle standing Work takes new input
+			} else if err != nil {
+				return err
+			}
+		}
+		if changed {
+			if _, err := tx.PutWork(work); err != nil {
+				if errors.Is(err, ErrConflict) {
+					return errRerun
+				}
+				return err
+			}
+		}
+		return nil
+	}
+	kind := route.Kind
+	if dec.Kind != "" {
+		kind = dec.Kind
+	}
+	w := Work{
+		ID:              workIDFor(ev.ID),
+		ScopeID:         ev.ScopeID,
+		Kind:            kind,
+		Binding:         route.Binding,
+		State:           WorkPending,
+		CorrelationKeys: keys,
+		Display:         display,
+		Context:         dec.Context,
+		Grants:          normaliseSet(dec.Grants),
+	}
+	if _, err := tx.PutWork(w); err != nil {
+		return fmt.Errorf("create work: %w", err)
+	}
+	rec.Disposition, rec.WorkID = DispositionCreated, w.ID
+	return tx.LinkEventWork(ev.ID, w.ID)
+}
+
+// openWorkByKeys finds the open (not terminal) Work of the scope holding
+// one of keys, trying keys in order.
+func (e *Engine) openWorkByKeys(r ReadTx, scopeID string, keys []string) (Work, bool, error) {
+	for _, key := range keys {
+		after := ""
+		for {
+			ws, err := r.Works(WorkFilter{ScopeID: scopeID, CorrelationKey: key, After: after, Limit: MaxPageLimit})
+			if err != nil {
+				return Work{}, false, err
+			}
+			for _, w := range ws {
+				if !w.State.Terminal() {
+					return w, true, nil
+				}
+			}
+			if len(ws) < MaxPageLimit {
+				break
+			}
+			after = ws[len(ws)-1].ID
+		}
+	}
+	return Work{}, false, nil
+}
+
+// workIDFor names the Work an Event creates: a function of the Event, so a
+// re-run of the same routing names the same Work.
+func workIDFor(eventID string) string {
+	sum := sha256.Sum256([]byte(eventID))
+	return "wk_" + hex.EncodeToString(sum[:16])
+}
+
+// RouteTraceStep is one route's answer in a trace.
+type RouteTraceStep struct {
+	Route    int
+	Handler  string
+	Decision RouteDecision
+	Err      error
+	// Chosen marks the first matching route: the one routing would take.
+	Chosen         bool
+	DisplayRefused string
+}
+
+// RouteTrace asks every route of the scope how it would decide a
+// hypothetical Event, and writes nothing.
+func (e *Engine) RouteTrace(ctx context.Context, scopeID string, ev Event) ([]RouteTraceStep, error) {
+	ev.ScopeID = scopeID
+	snap, err := e.takeSnapshot(ctx, ev)
+	if err != nil {
+		return nil, err
+	}
+	var steps []RouteTraceStep
+	chosen := false
+	for i, route := range e.cfg.Routes[scopeID] {
+		dec, err := e.match(ctx, ev, snap, route)
+		st := RouteTraceStep{Route: i, Handler: route.Handler, Decision: dec, Err: err}
+		if err == nil && dec.Match && !chosen {
+			st.Chosen, chosen = true, true
+		}
+		if err == nil && dec.Display != nil {
+			if verr := ValidateDisplay(*dec.Display); verr != nil {
+				st.DisplayRefused = verr.Error()
+			}
+		}
+		steps = append(steps, st)
+	}
+	return steps, nil
+}

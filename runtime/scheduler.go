@@ -1,0 +1,495 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// DefaultPoolCapacity is a pool's capacity when Config.Pools names none.
+const DefaultPoolCapacity = 4
+
+func leaseName(workID string) string     { return "work/" + workID }
+func retryTimerKey(workID string) string { return TimerRetry + "/" + workID }
+func inputsKey(workID string) string     { return keyJoin("inputs", workID) }
+
+func (e *Engine) poolOf(binding string) string {
+	if p := e.cfg.Bindings[binding].Pool; p != "" {
+		return p
+	}
+	return PoolJob
+}
+
+func (e *Engine) capacity(pool string) int {
+	if c, ok := e.cfg.Pools[pool]; ok {
+		return c
+	}
+	return DefaultPoolCapacity
+}
+
+// reserve takes a slot in pool, if one is free.
+func (e *Engine) reserve(pool string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.running[pool] >= e.capacity(pool) {
+		return false
+	}
+	e.running[pool]++
+	return true
+}
+
+func (e *Engine) release(pool string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.running[pool]--
+}
+
+// Running is the number of executions this engine observes in pool.
+func (e *Engine) Running(pool string) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.running[pool]
+}
+
+// StartPending starts pending Work on its binding's executor, within the
+// capacity of the binding's pool, and returns the Executions it started.
+// Work held back by a retry backoff, of an unknown binding or of a full
+// pool stays pending.
+func (e *Engine) StartPending(ctx context.Context) ([]Execution, error) {
+	now := e.clock.Now()
+	var started []Execution
+	after := ""
+	for {
+		var works []Work
+		err := e.store.View(ctx, func(r ReadTx) error {
+			var err error
+			works, err = r.Works(WorkFilter{State: WorkPending, After: after, Limit: MaxPageLimit})
+			if err != nil {
+				return err
+			}
+			// Drop Work still in its retry backoff.
+			kept := works[:0]
+			for _, w := range works {
+				t, err := r.Timer(retryTimerKey(w.ID))
+				if err == nil && t.Due.After(now) {
+					continue
+				}
+				if err != nil && !isNotFound(err) {
+					return err
+				}
+				kept = append(kept, w)
+			}
+			if len(works) == MaxPageLimit {
+				after = works[len(works)-1].ID
+			} else {
+				after = ""
+			}
+			works = kept
+			return nil
+		})
+		if err != nil {
+			return started, err
+		}
+		for _, w := range works {
+			if _, ok := e.cfg.Bindings[w.Binding]; !ok {
+				continue
+			}
+			pool := e.poolOf(w.Binding)
+			if !e.reserve(pool) {
+				continue
+			}
+			x, err := e.start(ctx, w, pool)
+			if err != nil {
+				e.release(pool)
+				if errors.Is(err, errNotStarted) {
+					continue
+				}
+				return started, err
+			}
+			started = append(started, x)
+		}
+		if after == "" {
+			return started, nil
+		}
+	}
+}
+
+var errNotStarted = errors.New("work changed; not started")
+
+// attempt is one started execution as its observer holds it.
+type attempt struct {
+	exec     Execution
+	work     Work
+	executor Executor
+	pool     string
+}
+
+// start begins one attempt: the start transaction (lease, Execution,
+// Work running, trigger chosen), then Run outside it, then the observer.
+func (e *Engine) start(ctx context.Context, w Work, pool string) (Execution, error) {
+	binding := e.cfg.Bindings[w.Binding]
+	executor := e.cfg.Executors[binding.Executor]
+	var (
+		x       Execution
+		inputs  []Event
+		trigger Event
+	)
+	err := e.store.Transact(ctx, func(tx Tx) error {
+		cur, err := tx.Work(w.ID)
+		if err != nil {
+			return err
+		}
+		if cur.State != WorkPending || cur.Revision != w.Revision {
+			return errNotStarted
+		}
+		now := e.clock.Now().UTC()
+		lease, err := tx.AcquireLease(LeaseRequest{Name: leaseName(w.ID), Holder: e.cfg.Holder, Now: now, TTL: e.cfg.LeaseTTL, Supersede: true})
+		if err != nil {
+			return err
+		}
+		prev, err := tx.Executions(w.ID)
+		if err != nil {
+			return err
+		}
+		var cursor int64
+		if _, err := kvGetJSON(tx, NamespaceScheduler, inputsKey(w.ID), &cursor); err != nil {
+			return err
+		}
+		inputs, err = tx.WorkEvents(w.ID, cursor, MaxPageLimit)
+		if err != nil {
+			return err
+		}
+		if len(inputs) > 0 {
+			trigger = inputs[e.trigger(w.Kind, inputs)]
+			cursor = inputs[len(inputs)-1].Sequence
+		}
+		x = Execution{
+			ID: newID("ex_"), WorkID: w.ID, Attempt: len(prev) + 1, Executor: binding.Executor,
+			Lease: lease.Name, Epoch: lease.Epoch, State: ExecutionStarting, StartedAt: now,
+		}
+		if x, err = tx.PutExecution(x); err != nil {
+			return err
+		}
+		cur.State = WorkRunning
+		if w, err = tx.PutWork(cur); err != nil {
+			return err
+		}
+		return tx.KVCommit(KVBatch{Puts: []KVPut{kvPut(NamespaceScheduler, inputsKey(w.ID), cursor)}})
+	})
+	if err != nil {
+		return Execution{}, err
+	}
+	a := &attempt{exec: x, work: w, executor: executor, pool: pool}
+	handle, err := executor.Run(ctx, RunRequest{
+		ExecutionID: x.ID, Attempt: x.Attempt, Epoch: x.Epoch, Work: w,
+		Trigger: trigger, Inputs: inputs, PersistRecovery: e.persister(x.ID, x.Epoch),
+	})
+	if err != nil {
+		e.observers.Add(1)
+		go func() {
+			defer e.observers.Done()
+			e.settle(a, RunResult{State: ExecutionFailed, Error: "run: " + err.Error()})
+		}()
+		return x, nil
+	}
+	if err := e.store.Transact(ctx, func(tx Tx) error {
+		cur, err := tx.Execution(x.ID)
+		if err != nil {
+			return err
+		}
+		if cur.State != ExecutionStarting {
+			return nil
+		}
+		cur.State = ExecutionRunning
+		cur.Epoch = x.Epoch // the write is fenced by the epoch this attempt holds
+		x, err = tx.PutExecution(cur)
+		return err
+	}); err != nil && !errors.Is(err, ErrConflict) {
+		e.report(fmt.Errorf("execution %s: mark running: %w", x.ID, err))
+	}
+	a.exec = x
+	e.observers.Add(1)
+	go func() {
+		defer e.observers.Done()
+		e.observe(a, handle)
+	}()
+	return x, nil
+}
+
+// trigger asks the Work kind's policy which input triggers the attempt,
+// falling back to the first.
+func (e *Engine) trigger(kind string, inputs []Event) int {
+	p := e.cfg.WorkKinds[kind]
+	if p == nil {
+		return 0
+	}
+	i, err := p.Trigger(inputs)
+	if err != nil || i < 0 || i >= len(inputs) {
+		return 0
+	}
+	return i
+}
+
+// persister is the fenced path for an execution's recovery metadata: a
+// superseded or released epoch is refused with ErrConflict.
+func (e *Engine) persister(executionID string, epoch int64) RecoveryPersister {
+	return func(ctx context.Context, metadata json.RawMessage) error {
+		return e.store.Transact(ctx, func(tx Tx) error {
+			return tx.PersistRecovery(executionID, epoch, metadata)
+		})
+	}
+}
+
+// PersistRecovery stores recovery metadata for an execution at epoch
+// through the fenced path.
+func (e *Engine) PersistRecovery(ctx context.Context, executionID string, epoch int64, metadata json.RawMessage) error {
+	return e.persister(executionID, epoch)(ctx, metadata)
+}
+
+// maxRecoveries bounds the recoveries of one attempt, so an executor that
+// crashes on every adoption ends in stop and retry, not a loop.
+const maxRecoveries = 3
+
+// observe waits for a run to end and records how. An executor's crash is
+// not the run's failure: the run is recovered from its persisted metadata;
+// a run that cannot be adopted is stopped, the stop confirmed, and the
+// Work retried.
+func (e *Engine) observe(a *attempt, h RunHandle) {
+	ctx := e.observeCtx
+	for recoveries := 0; ; {
+		res, err := h.Wait(ctx)
+		switch {
+		case err == nil:
+			e.settle(a, res)
+			return
+		case ctx.Err() != nil:
+			e.release(a.pool) // observation ended; the run goes on
+			return
+		case errors.Is(err, ErrExecutorCrashed):
+			if recoveries++; recoveries > maxRecoveries {
+				e.stopAndRetry(ctx, a, fmt.Errorf("%w: executor crashed %d times in one attempt", ErrNotAdoptable, recoveries))
+				return
+			}
+			next, rerr := e.recoverRun(ctx, a)
+			if rerr != nil {
+				e.stopAndRetry(ctx, a, rerr)
+				return
+			}
+			h = next
+		default:
+			e.settle(a, RunResult{State: ExecutionFailed, Error: "wait: " + err.Error()})
+			return
+		}
+	}
+}
+
+func (e *Engine) recoverRun(ctx context.Context, a *attempt) (RunHandle, error) {
+	var x Execution
+	if err := e.store.View(ctx, func(r ReadTx) error {
+		var err error
+		x, err = r.Execution(a.exec.ID)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	if x.Epoch != a.exec.Epoch {
+		return nil, fmt.Errorf("%w: execution %s epoch %d is superseded by %d", ErrConflict, x.ID, a.exec.Epoch, x.Epoch)
+	}
+	if len(x.Recovery) == 0 {
+		return nil, fmt.Errorf("%w: execution %s persisted no recovery metadata", ErrNotAdoptable, x.ID)
+	}
+	return a.executor.Recover(ctx, RecoverRequest{
+		ExecutionID: x.ID, Attempt: x.Attempt, Epoch: x.Epoch, Work: a.work,
+		Recovery: x.Recovery, PersistRecovery: e.persister(x.ID, x.Epoch),
+	})
+}
+
+// stopAndRetry stops a run that could not be adopted and, once the stop
+// is confirmed, ends the attempt as stopped, which retries the Work. A
+// stop that fails leaves the attempt as it is for an operator: nothing
+// retries a run that may still be going.
+func (e *Engine) stopAndRetry(ctx context.Context, a *attempt, cause error) {
+	if s, ok := a.executor.(Stopper); ok {
+		if err := s.Stop(ctx, a.exec.ID, a.exec.Epoch); err != nil {
+			e.release(a.pool)
+			e.report(fmt.Errorf("execution %s: stop after %v: %w", a.exec.ID, cause, err))
+			return
+		}
+	}
+	e.settle(a, RunResult{State: ExecutionStopped, Error: cause.Error()})
+}
+
+// settle records how an attempt ended, fenced by its epoch, and moves the
+// Work on: done, waiting (an active Wait, or standing Work with no new
+// input), pending again with a retry backoff, or failed.
+func (e *Engine) settle(a *attempt, res RunResult) {
+	defer e.release(a.pool)
+	ctx := context.WithoutCancel(e.observeCtx)
+	err := e.store.Transact(ctx, func(tx Tx) error {
+		x, err := tx.Execution(a.exec.ID)
+		if err != nil {
+			return err
+		}
+		// The write carries this observer's epoch; the store's fence
+		// refuses it if the lease has moved on.
+		x.Epoch = a.exec.Epoch
+		now := e.clock.Now().UTC()
+		x.State, x.Error, x.EndedAt = res.State, res.Error, now
+		if !x.State.Valid() || x.State == ExecutionStarting || x.State == ExecutionRunning {
+			x.State, x.Error = ExecutionFailed, fmt.Sprintf("executor reported end state %q", res.State)
+		}
+		if _, err := tx.PutExecution(x); err != nil {
+			return err // ErrConflict: a superseded observer is refused
+		}
+		if err := tx.ReleaseLease(x.Lease, x.Epoch); err != nil {
+			return err
+		}
+		w, err := tx.Work(x.WorkID)
+		if err != nil {
+			return err
+		}
+		if w.State != WorkRunning {
+			return nil // cancelled meanwhile
+		}
+		switch x.State {
+		case ExecutionSucceeded:
+			w.State, err = e.afterSuccess(tx, w)
+			if err != nil {
+				return err
+			}
+		default:
+			if x.Attempt >= e.cfg.Retry.MaxAttempts {
+				w.State = WorkFailed
+			} else {
+				w.State = WorkPending
+				due := now.Add(e.backoff(x.Attempt))
+				if _, err := tx.ArmTimer(Timer{Key: retryTimerKey(w.ID), ScopeID: w.ScopeID, WorkID: w.ID, Kind: TimerRetry, Due: due}); err != nil {
+					return err
+				}
+			}
+		}
+		_, err = tx.PutWork(w)
+		return err
+	})
+	if err != nil {
+		e.report(fmt.Errorf("execution %s: settle %s: %w", a.exec.ID, res.State, err))
+		return
+	}
+	e.Kick()
+}
+
+func (e *Engine) afterSuccess(tx Tx, w Work) (WorkState, error) {
+	if _, err := tx.ActiveWait(w.ID); err == nil {
+		return WorkWaiting, nil
+	} else if !isNotFound(err) {
+		return "", err
+	}
+	p := e.cfg.WorkKinds[w.Kind]
+	if p == nil || !p.Standing() {
+		return WorkDone, nil
+	}
+	var cursor int64
+	if _, err := kvGetJSON(tx, NamespaceScheduler, inputsKey(w.ID), &cursor); err != nil {
+		return "", err
+	}
+	more, err := tx.WorkEvents(w.ID, cursor, 1)
+	if err != nil {
+		return "", err
+	}
+	if len(more) > 0 {
+		return WorkPending, nil
+	}
+	return WorkWaiting, nil
+}
+
+// backoff is the wait before the attempt after attempt n.
+func (e *Engine) backoff(n int) time.Duration {
+	d := e.cfg.Retry.Initial
+	for i := 1; i < n && d < e.cfg.Retry.Max; i++ {
+		d *= 2
+	}
+	return min(d, e.cfg.Retry.Max)
+}
+
+// Adopt takes over the Work left running by an earlier engine (after a
+// restart): for each, it supersedes the attempt's lease, so the earlier
+// observer is refused, and recovers the run from its persisted metadata;
+// a run without metadata or not adoptable is stopped and retried. It
+// returns the Executions it took over.
+func (e *Engine) Adopt(ctx context.Context) ([]Execution, error) {
+	var adopted []Execution
+	after := ""
+	for {
+		var works []Work
+		if err := e.store.View(ctx, func(r ReadTx) error {
+			var err error
+			works, err = r.Works(WorkFilter{State: WorkRunning, After: after, Limit: MaxPageLimit})
+			return err
+		}); err != nil {
+			return adopted, err
+		}
+		for _, w := range works {
+			x, err := e.adoptOne(ctx, w)
+			if err != nil {
+				return adopted, fmt.Errorf("work %s: %w", w.ID, err)
+			}
+			if x.ID != "" {
+				adopted = append(adopted, x)
+			}
+		}
+		if len(works) < MaxPageLimit {
+			return adopted, nil
+		}
+		after = works[len(works)-1].ID
+	}
+}
+
+func (e *Engine) adoptOne(ctx context.Context, w Work) (Execution, error) {
+	binding, ok := e.cfg.Bindings[w.Binding]
+	if !ok {
+		return Execution{}, nil
+	}
+	var x Execution
+	err := e.store.Transact(ctx, func(tx Tx) error {
+		xs, err := tx.Executions(w.ID)
+		if err != nil {
+			return err
+		}
+		if len(xs) == 0 {
+			return nil
+		}
+		x = xs[len(xs)-1]
+		if x.State != ExecutionStarting && x.State != ExecutionRunning {
+			x = Execution{}
+			return nil
+		}
+		lease, err := tx.AcquireLease(LeaseRequest{Name: x.Lease, Holder: e.cfg.Holder, Now: e.clock.Now().UTC(), TTL: e.cfg.LeaseTTL, Supersede: true})
+		if err != nil {
+			return err
+		}
+		x.Epoch = lease.Epoch
+		x, err = tx.PutExecution(x)
+		return err
+	})
+	if err != nil || x.ID == "" {
+		return Execution{}, err
+	}
+	pool := e.poolOf(w.Binding)
+	e.mu.Lock()
+	e.running[pool]++ // adopted runs count even over capacity: they are already running
+	e.mu.Unlock()
+	a := &attempt{exec: x, work: w, executor: e.cfg.Executors[binding.Executor], pool: pool}
+	e.observers.Add(1)
+	go func() {
+		defer e.observers.Done()
+		h, err := e.recoverRun(e.observeCtx, a)
+		if err != nil {
+			e.stopAndRetry(e.observeCtx, a, err)
+			return
+		}
+		e.observe(a, h)
+	}()
+	return x, nil
+}

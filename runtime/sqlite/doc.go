@@ -1,0 +1,30 @@
+// Package sqlite is the durable runtime.Store on SQLite (modernc.org/sqlite,
+// pure Go, no cgo). It owns the database schema and its migrations, the
+// transaction discipline and the artifact blob directory.
+//
+// One state directory holds one database file (DatabaseFile) and the blob
+// directory artifacts/. The database runs in WAL mode with
+// synchronous=FULL: every commit appends to the write-ahead log and fsyncs
+// it before Transact returns, so an acknowledged commit survives a crash of
+// the process or of the machine. (NORMAL would skip that fsync and keep
+// only the integrity of the database across a power loss, not the last
+// commits, which is not what "accepted" promises.)
+//
+// Writes go through a single writer connection: write transactions are
+// serialised in Go, each waiting its turn without spinning and giving up
+// when its context ends, and each begins IMMEDIATE so it holds the write
+// lock from its first statement. A busy_timeout covers the rare case of
+// another process holding the database (a backup, an operator's sqlite3).
+// Reads (View) run on a separate pool of query-only connections against
+// WAL snapshots, concurrently with the writer.
+//
+// The schema is versioned in the schema_version table and migrated
+// forward, one migration per transaction, when the store opens; a database
+// newer than this build is refused. Indexes keep the log's reads
+// proportional to what they return: Events by (scope_id, sequence) and the
+// event_works link table by (work_id, sequence).
+//
+// Artifact content never enters the database: BlobStore streams it to a
+// temporary file under artifacts/, fsyncs it and renames it to its
+// content address on commit.
+package sqlite

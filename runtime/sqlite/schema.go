@@ -1,0 +1,154 @@
+package sqlite
+
+// migrations are applied in order; schema_version records how many ran.
+// Never edit a released migration: append a new one.
+var migrations = []string{
+	// 1: the first schema.
+	`
+CREATE TABLE scopes (
+	id         TEXT PRIMARY KEY,
+	name       TEXT NOT NULL,
+	config     BLOB,
+	updated_at INTEGER NOT NULL
+);
+
+CREATE TABLE events (
+	sequence    INTEGER PRIMARY KEY AUTOINCREMENT,
+	id          TEXT NOT NULL UNIQUE,
+	source      TEXT NOT NULL,
+	delivery_id TEXT NOT NULL,
+	scope_id    TEXT NOT NULL,
+	family      TEXT NOT NULL,
+	type        TEXT NOT NULL,
+	schema      TEXT NOT NULL,
+	payload     BLOB,
+	parent      TEXT NOT NULL,
+	root        TEXT NOT NULL,
+	depth       INTEGER NOT NULL,
+	works       TEXT NOT NULL,
+	occurred_at INTEGER NOT NULL,
+	accepted_at INTEGER NOT NULL,
+	signature   TEXT NOT NULL,
+	UNIQUE (source, delivery_id)
+);
+CREATE INDEX events_by_scope ON events (scope_id, sequence);
+
+CREATE TABLE event_works (
+	work_id  TEXT NOT NULL,
+	sequence INTEGER NOT NULL REFERENCES events (sequence),
+	PRIMARY KEY (work_id, sequence)
+) WITHOUT ROWID;
+
+CREATE TABLE works (
+	id               TEXT PRIMARY KEY,
+	scope_id         TEXT NOT NULL,
+	kind             TEXT NOT NULL,
+	binding          TEXT NOT NULL,
+	state            TEXT NOT NULL,
+	correlation_keys TEXT NOT NULL,
+	display          BLOB,
+	context          BLOB,
+	grants           TEXT NOT NULL,
+	revision         INTEGER NOT NULL,
+	created_at       INTEGER NOT NULL,
+	updated_at       INTEGER NOT NULL
+);
+CREATE INDEX works_by_scope ON works (scope_id, id);
+CREATE INDEX works_by_state ON works (state, id);
+
+CREATE TABLE work_keys (
+	key     TEXT NOT NULL,
+	work_id TEXT NOT NULL,
+	PRIMARY KEY (key, work_id)
+) WITHOUT ROWID;
+CREATE INDEX work_keys_by_work ON work_keys (work_id);
+
+CREATE TABLE leases (
+	name       TEXT PRIMARY KEY,
+	holder     TEXT NOT NULL,
+	epoch      INTEGER NOT NULL,
+	expires_at INTEGER NOT NULL,
+	released   INTEGER NOT NULL
+);
+
+CREATE TABLE executions (
+	id         TEXT PRIMARY KEY,
+	work_id    TEXT NOT NULL,
+	attempt    INTEGER NOT NULL,
+	executor   TEXT NOT NULL,
+	lease      TEXT NOT NULL,
+	epoch      INTEGER NOT NULL,
+	state      TEXT NOT NULL,
+	recovery   BLOB,
+	error      TEXT NOT NULL,
+	started_at INTEGER NOT NULL,
+	ended_at   INTEGER NOT NULL,
+	updated_at INTEGER NOT NULL
+);
+CREATE INDEX executions_by_work ON executions (work_id, attempt);
+
+CREATE TABLE waits (
+	id          TEXT PRIMARY KEY,
+	work_id     TEXT NOT NULL,
+	keys        TEXT NOT NULL,
+	target      TEXT NOT NULL,
+	description TEXT NOT NULL,
+	progress    TEXT NOT NULL,
+	owner       TEXT NOT NULL,
+	state       TEXT NOT NULL,
+	deadline    INTEGER NOT NULL,
+	created_at  INTEGER NOT NULL,
+	resolved_at INTEGER NOT NULL
+);
+CREATE INDEX waits_by_work ON waits (work_id, created_at);
+CREATE UNIQUE INDEX waits_one_active ON waits (work_id) WHERE state = 'active';
+
+CREATE TABLE wait_keys (
+	key     TEXT NOT NULL,
+	wait_id TEXT NOT NULL,
+	PRIMARY KEY (key, wait_id)
+) WITHOUT ROWID;
+CREATE INDEX wait_keys_by_wait ON wait_keys (wait_id);
+
+CREATE TABLE timers (
+	key        TEXT PRIMARY KEY,
+	scope_id   TEXT NOT NULL,
+	work_id    TEXT NOT NULL,
+	kind       TEXT NOT NULL,
+	due        INTEGER NOT NULL,
+	recurrence TEXT NOT NULL,
+	payload    BLOB,
+	armed_at   INTEGER NOT NULL
+);
+CREATE INDEX timers_by_due ON timers (due, key);
+
+CREATE TABLE kv (
+	namespace TEXT NOT NULL,
+	key       BLOB NOT NULL,
+	value     BLOB NOT NULL,
+	version   TEXT NOT NULL,
+	PRIMARY KEY (namespace, key)
+) WITHOUT ROWID;
+
+CREATE TABLE artifacts (
+	id           TEXT PRIMARY KEY,
+	work_id      TEXT NOT NULL,
+	execution_id TEXT NOT NULL,
+	name         TEXT NOT NULL,
+	media_type   TEXT NOT NULL,
+	digest       TEXT NOT NULL,
+	size         INTEGER NOT NULL,
+	created_at   INTEGER NOT NULL
+);
+CREATE INDEX artifacts_by_work ON artifacts (work_id, id);
+
+CREATE TABLE tool_results (
+	request_id    TEXT PRIMARY KEY,
+	operation     TEXT NOT NULL,
+	result        BLOB,
+	error_code    TEXT NOT NULL,
+	error_message TEXT NOT NULL,
+	committed_at  INTEGER NOT NULL
+);
+`,
+}

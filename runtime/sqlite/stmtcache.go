@@ -1,0 +1,77 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"sync"
+)
+
+// stmtCache keeps prepared statements of one pool, so a transaction does not
+// parse its SQL again each time. A statement first met inside a
+// transaction runs unprepared and is prepared after that transaction ends:
+// preparing needs a free connection, and the writer's only connection is
+// the transaction's.
+type stmtCache struct {
+	db      *sql.DB
+	mu      sync.RWMutex
+	stmts   map[string]*sql.Stmt
+	pending map[string]bool
+	closed  bool
+}
+
+func newStmtCache(db *sql.DB) *stmtCache {
+	return &stmtCache{db: db, stmts: map[string]*sql.Stmt{}, pending: map[string]bool{}}
+}
+
+// get returns the prepared statement for query, or nil and remembers query
+// for prepareAll.
+func (c *stmtCache) get(query string) *sql.Stmt {
+	c.mu.RLock()
+	st := c.stmts[query]
+	c.mu.RUnlock()
+	if st == nil {
+		c.mu.Lock()
+		c.pending[query] = true
+		c.mu.Unlock()
+	}
+	return st
+}
+
+// prepareAll prepares the statements met since the last call. It must not
+// be called while the caller holds a transaction of the pool.
+func (c *stmtCache) prepareAll(ctx context.Context) {
+	c.mu.Lock()
+	if len(c.pending) == 0 || c.closed {
+		c.mu.Unlock()
+		return
+	}
+	var queries []string
+	for q := range c.pending {
+		queries = append(queries, q)
+	}
+	clear(c.pending)
+	c.mu.Unlock()
+	for _, q := range queries {
+		st, err := c.db.PrepareContext(ctx, q)
+		if err != nil {
+			continue // it runs unprepared, as before
+		}
+		c.mu.Lock()
+		if c.stmts[q] != nil || c.closed {
+			st.Close()
+		} else {
+			c.stmts[q] = st
+		}
+		c.mu.Unlock()
+	}
+}
+
+func (c *stmtCache) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	for _, st := range c.stmts {
+		st.Close()
+	}
+	clear(c.stmts)
+}

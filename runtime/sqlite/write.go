@@ -1,0 +1,677 @@
+package sqlite
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/open-conduit/open-conduit/runtime"
+)
+
+// tx implements runtime.Tx. Every write validates all its input and checks
+// every condition before its first statement, so a refused write leaves
+// nothing behind even if the caller goes on to commit.
+type tx struct {
+	reader
+	now func() time.Time
+}
+
+func (t *tx) stamp() int64 { return t.now().UnixNano() }
+
+func (t *tx) execErr(what string, err error) error {
+	if errors.Is(err, errTxDone) {
+		return err
+	}
+	return fmt.Errorf("sqlite: %s: %w", what, err)
+}
+
+// Events.
+
+func (t *tx) AcceptEvent(env runtime.Envelope) (runtime.Event, bool, error) {
+	sig, err := runtime.ValidateEnvelope(env)
+	if err != nil {
+		return runtime.Event{}, false, err
+	}
+	stored, err := t.EventByDelivery(env.Source, env.DeliveryID)
+	switch {
+	case err == nil:
+		if stored.Signature != sig {
+			return runtime.Event{}, false, fmt.Errorf("%w: event %s/%s was accepted with different content",
+				runtime.ErrConflict, env.Source, env.DeliveryID)
+		}
+		if env.ID != "" && env.ID != stored.ID {
+			return runtime.Event{}, false, fmt.Errorf("%w: event %s/%s was accepted as %q, not %q",
+				runtime.ErrConflict, env.Source, env.DeliveryID, stored.ID, env.ID)
+		}
+		return stored, false, nil
+	case !errors.Is(err, runtime.ErrNotFound):
+		return runtime.Event{}, false, err
+	}
+
+	ev := runtime.Event{Envelope: env, Signature: sig}
+	if ev.ID == "" {
+		ev.ID = runtime.DefaultEventID(env.Source, env.DeliveryID)
+	}
+	if other, err := t.Event(ev.ID); err == nil {
+		return runtime.Event{}, false, fmt.Errorf("%w: event ID %q already names %s/%s",
+			runtime.ErrConflict, ev.ID, other.Source, other.DeliveryID)
+	} else if !errors.Is(err, runtime.ErrNotFound) {
+		return runtime.Event{}, false, err
+	}
+	ev.Root, ev.Depth = ev.ID, 0
+	if env.Parent != "" {
+		parent, err := t.Event(env.Parent)
+		if errors.Is(err, runtime.ErrNotFound) {
+			return runtime.Event{}, false, fmt.Errorf("%w: parent %q is not an accepted event", runtime.ErrInvalid, env.Parent)
+		}
+		if err != nil {
+			return runtime.Event{}, false, err
+		}
+		if parent.ScopeID != env.ScopeID {
+			return runtime.Event{}, false, fmt.Errorf("%w: parent %q is in scope %q, not %q",
+				runtime.ErrInvalid, env.Parent, parent.ScopeID, env.ScopeID)
+		}
+		ev.Root, ev.Depth = parent.Root, parent.Depth+1
+	}
+	ev.Works = normaliseSet(env.Works)
+	ev.Payload = rawJSON(env.Payload)
+	ev.AcceptedAt = fromNanos(t.stamp())
+	if !env.OccurredAt.IsZero() {
+		ev.OccurredAt = env.OccurredAt.UTC()
+	}
+	res, err := t.q.exec(`INSERT INTO events (id, source, delivery_id, scope_id, family, type, schema, payload,
+		parent, root, depth, works, occurred_at, accepted_at, signature)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		ev.ID, ev.Source, ev.DeliveryID, ev.ScopeID, ev.Family, ev.Type, ev.Schema, blob(ev.Payload),
+		ev.Parent, ev.Root, ev.Depth, encodeList(ev.Works), nanos(ev.OccurredAt), nanos(ev.AcceptedAt), ev.Signature)
+	if err != nil {
+		return runtime.Event{}, false, t.execErr("accept event", err)
+	}
+	if ev.Sequence, err = res.LastInsertId(); err != nil {
+		return runtime.Event{}, false, t.execErr("accept event", err)
+	}
+	for _, w := range ev.Works {
+		if _, err := t.q.exec(`INSERT OR IGNORE INTO event_works (work_id, sequence) VALUES (?, ?)`, w, ev.Sequence); err != nil {
+			return runtime.Event{}, false, t.execErr("accept event", err)
+		}
+	}
+	return ev, true, nil
+}
+
+func normaliseSet(in []string) []string {
+	if len(in) == 0 {
+		return nil
+	}
+	seen := make(map[string]bool, len(in))
+	var out []string
+	for _, s := range in {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (t *tx) LinkEventWork(eventID, workID string) error {
+	if err := runtime.ValidateIdentifier("event_id", eventID); err != nil {
+		return err
+	}
+	if err := runtime.ValidateIdentifier("work_id", workID); err != nil {
+		return err
+	}
+	ev, err := t.Event(eventID)
+	if err != nil {
+		return err
+	}
+	if _, err := t.q.exec(`INSERT OR IGNORE INTO event_works (work_id, sequence) VALUES (?, ?)`, workID, ev.Sequence); err != nil {
+		return t.execErr("link event", err)
+	}
+	return nil
+}
+
+// Scopes.
+
+func (t *tx) PutScope(s runtime.Scope) (runtime.Scope, error) {
+	if err := runtime.ValidateIdentifier("scope id", s.ID); err != nil {
+		return runtime.Scope{}, err
+	}
+	if err := runtime.ValidateText("scope name", s.Name); err != nil {
+		return runtime.Scope{}, err
+	}
+	if err := runtime.ValidateJSON("scope config", s.Config); err != nil {
+		return runtime.Scope{}, err
+	}
+	s.Config = rawJSON(s.Config)
+	s.UpdatedAt = fromNanos(t.stamp())
+	_, err := t.q.exec(`INSERT INTO scopes (id, name, config, updated_at) VALUES (?, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET name = excluded.name, config = excluded.config, updated_at = excluded.updated_at`,
+		s.ID, s.Name, blob(s.Config), nanos(s.UpdatedAt))
+	if err != nil {
+		return runtime.Scope{}, t.execErr("put scope", err)
+	}
+	return s, nil
+}
+
+// Works.
+
+func validateWork(w runtime.Work) error {
+	if err := runtime.ValidateIdentifier("work id", w.ID); err != nil {
+		return err
+	}
+	for _, f := range []struct{ name, value string }{
+		{"work scope_id", w.ScopeID}, {"work kind", w.Kind}, {"work binding", w.Binding},
+	} {
+		if err := runtime.ValidateOptional(f.name, f.value); err != nil {
+			return err
+		}
+	}
+	if !w.State.Valid() {
+		return fmt.Errorf("%w: work %q has unknown state %q", runtime.ErrInvalid, w.ID, w.State)
+	}
+	if w.Revision < 0 {
+		return fmt.Errorf("%w: work %q has negative revision %d", runtime.ErrInvalid, w.ID, w.Revision)
+	}
+	if err := runtime.ValidateNames("work correlation key", w.CorrelationKeys); err != nil {
+		return err
+	}
+	if err := runtime.ValidateNames("work grant", w.Grants); err != nil {
+		return err
+	}
+	if err := runtime.ValidateJSON("work display", w.Display); err != nil {
+		return err
+	}
+	return runtime.ValidateJSON("work context", w.Context)
+}
+
+func (t *tx) PutWork(w runtime.Work) (runtime.Work, error) {
+	if err := validateWork(w); err != nil {
+		return runtime.Work{}, err
+	}
+	stored, err := t.Work(w.ID)
+	exists := err == nil
+	if err != nil && !errors.Is(err, runtime.ErrNotFound) {
+		return runtime.Work{}, err
+	}
+	now := fromNanos(t.stamp())
+	switch {
+	case w.Revision == 0 && exists:
+		return runtime.Work{}, fmt.Errorf("%w: work %q already exists (revision %d)", runtime.ErrConflict, w.ID, stored.Revision)
+	case w.Revision == 0:
+		w.CreatedAt = now
+	case !exists:
+		return runtime.Work{}, fmt.Errorf("%w: work %q (revision %d)", runtime.ErrNotFound, w.ID, w.Revision)
+	case stored.Revision != w.Revision:
+		return runtime.Work{}, fmt.Errorf("%w: work %q is at revision %d, not %d", runtime.ErrConflict, w.ID, stored.Revision, w.Revision)
+	default:
+		w.CreatedAt = stored.CreatedAt
+	}
+	w.Revision++
+	w.UpdatedAt = now
+	w.Display, w.Context = rawJSON(w.Display), rawJSON(w.Context)
+	if len(w.CorrelationKeys) == 0 {
+		w.CorrelationKeys = nil
+	}
+	if len(w.Grants) == 0 {
+		w.Grants = nil
+	}
+	_, err = t.q.exec(`INSERT INTO works (id, scope_id, kind, binding, state, correlation_keys, display, context,
+		grants, revision, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET scope_id = excluded.scope_id, kind = excluded.kind, binding = excluded.binding,
+		state = excluded.state, correlation_keys = excluded.correlation_keys, display = excluded.display,
+		context = excluded.context, grants = excluded.grants, revision = excluded.revision,
+		updated_at = excluded.updated_at`,
+		w.ID, w.ScopeID, w.Kind, w.Binding, string(w.State), encodeList(w.CorrelationKeys), blob(w.Display), blob(w.Context),
+		encodeList(w.Grants), w.Revision, nanos(w.CreatedAt), nanos(w.UpdatedAt))
+	if err != nil {
+		return runtime.Work{}, t.execErr("put work", err)
+	}
+	if exists {
+		if _, err := t.q.exec(`DELETE FROM work_keys WHERE work_id = ?`, w.ID); err != nil {
+			return runtime.Work{}, t.execErr("put work", err)
+		}
+	}
+	for _, k := range w.CorrelationKeys {
+		if _, err := t.q.exec(`INSERT OR IGNORE INTO work_keys (key, work_id) VALUES (?, ?)`, k, w.ID); err != nil {
+			return runtime.Work{}, t.execErr("put work", err)
+		}
+	}
+	return w, nil
+}
+
+// Leases.
+
+func (t *tx) AcquireLease(req runtime.LeaseRequest) (runtime.Lease, error) {
+	if err := runtime.ValidateIdentifier("lease name", req.Name); err != nil {
+		return runtime.Lease{}, err
+	}
+	if err := runtime.ValidateIdentifier("lease holder", req.Holder); err != nil {
+		return runtime.Lease{}, err
+	}
+	if req.TTL <= 0 || req.Now.IsZero() {
+		return runtime.Lease{}, fmt.Errorf("%w: lease %q needs a time and a positive TTL", runtime.ErrInvalid, req.Name)
+	}
+	l, err := t.Lease(req.Name)
+	switch {
+	case errors.Is(err, runtime.ErrNotFound):
+		l = runtime.Lease{Name: req.Name}
+	case err != nil:
+		return runtime.Lease{}, err
+	case !l.Released && l.ExpiresAt.After(req.Now) && l.Holder != req.Holder && !req.Supersede:
+		return runtime.Lease{}, fmt.Errorf("%w: lease %q is held by %q at epoch %d until %s",
+			runtime.ErrConflict, req.Name, l.Holder, l.Epoch, l.ExpiresAt.Format(time.RFC3339Nano))
+	}
+	l.Holder = req.Holder
+	l.Epoch++
+	l.ExpiresAt = req.Now.Add(req.TTL).UTC()
+	l.Released = false
+	return l, t.putLease(l)
+}
+
+func (t *tx) putLease(l runtime.Lease) error {
+	_, err := t.q.exec(`INSERT INTO leases (name, holder, epoch, expires_at, released) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, epoch = excluded.epoch,
+		expires_at = excluded.expires_at, released = excluded.released`,
+		l.Name, l.Holder, l.Epoch, nanos(l.ExpiresAt), l.Released)
+	if err != nil {
+		return t.execErr("put lease", err)
+	}
+	return nil
+}
+
+// fence returns the lease if epoch is its current, unreleased epoch.
+func (t *tx) fence(name string, epoch int64) (runtime.Lease, error) {
+	l, err := t.Lease(name)
+	switch {
+	case errors.Is(err, runtime.ErrNotFound):
+		return l, fmt.Errorf("%w: lease %q does not exist, so epoch %d is not current", runtime.ErrConflict, name, epoch)
+	case err != nil:
+		return l, err
+	case l.Epoch != epoch:
+		return l, fmt.Errorf("%w: lease %q epoch %d is superseded by epoch %d", runtime.ErrConflict, name, epoch, l.Epoch)
+	case l.Released:
+		return l, fmt.Errorf("%w: lease %q epoch %d was released", runtime.ErrConflict, name, epoch)
+	}
+	return l, nil
+}
+
+func (t *tx) RenewLease(name string, epoch int64, now time.Time, ttl time.Duration) (runtime.Lease, error) {
+	if err := runtime.ValidateIdentifier("lease name", name); err != nil {
+		return runtime.Lease{}, err
+	}
+	if ttl <= 0 || now.IsZero() {
+		return runtime.Lease{}, fmt.Errorf("%w: lease %q needs a time and a positive TTL", runtime.ErrInvalid, name)
+	}
+	l, err := t.fence(name, epoch)
+	if err != nil {
+		return runtime.Lease{}, err
+	}
+	l.ExpiresAt = now.Add(ttl).UTC()
+	return l, t.putLease(l)
+}
+
+func (t *tx) ReleaseLease(name string, epoch int64) error {
+	if err := runtime.ValidateIdentifier("lease name", name); err != nil {
+		return err
+	}
+	l, err := t.fence(name, epoch)
+	if err != nil {
+		return err
+	}
+	l.Released = true
+	return t.putLease(l)
+}
+
+func (t *tx) CheckLease(name string, epoch int64) error {
+	if err := runtime.ValidateIdentifier("lease name", name); err != nil {
+		return err
+	}
+	_, err := t.fence(name, epoch)
+	return err
+}
+
+// Executions.
+
+func (t *tx) PutExecution(x runtime.Execution) (runtime.Execution, error) {
+	if err := runtime.ValidateIdentifier("execution id", x.ID); err != nil {
+		return runtime.Execution{}, err
+	}
+	if err := runtime.ValidateIdentifier("execution work_id", x.WorkID); err != nil {
+		return runtime.Execution{}, err
+	}
+	if err := runtime.ValidateIdentifier("execution lease", x.Lease); err != nil {
+		return runtime.Execution{}, err
+	}
+	if err := runtime.ValidateOptional("execution executor", x.Executor); err != nil {
+		return runtime.Execution{}, err
+	}
+	if !x.State.Valid() {
+		return runtime.Execution{}, fmt.Errorf("%w: execution %q has unknown state %q", runtime.ErrInvalid, x.ID, x.State)
+	}
+	if x.Attempt < 0 {
+		return runtime.Execution{}, fmt.Errorf("%w: execution %q has negative attempt %d", runtime.ErrInvalid, x.ID, x.Attempt)
+	}
+	if err := runtime.ValidateJSON("execution recovery", x.Recovery); err != nil {
+		return runtime.Execution{}, err
+	}
+	if err := runtime.ValidateText("execution error", x.Error); err != nil {
+		return runtime.Execution{}, err
+	}
+	if stored, err := t.Execution(x.ID); err == nil && stored.WorkID != x.WorkID {
+		return runtime.Execution{}, fmt.Errorf("%w: execution %q belongs to work %q, not %q", runtime.ErrInvalid, x.ID, stored.WorkID, x.WorkID)
+	} else if err != nil && !errors.Is(err, runtime.ErrNotFound) {
+		return runtime.Execution{}, err
+	}
+	if _, err := t.fence(x.Lease, x.Epoch); err != nil {
+		return runtime.Execution{}, err
+	}
+	x.Recovery = rawJSON(x.Recovery)
+	x.StartedAt, x.EndedAt = utc(x.StartedAt), utc(x.EndedAt)
+	x.UpdatedAt = fromNanos(t.stamp())
+	_, err := t.q.exec(`INSERT INTO executions (id, work_id, attempt, executor, lease, epoch, state, recovery, error,
+		started_at, ended_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET attempt = excluded.attempt, executor = excluded.executor, lease = excluded.lease,
+		epoch = excluded.epoch, state = excluded.state, recovery = excluded.recovery, error = excluded.error,
+		started_at = excluded.started_at, ended_at = excluded.ended_at, updated_at = excluded.updated_at`,
+		x.ID, x.WorkID, x.Attempt, x.Executor, x.Lease, x.Epoch, string(x.State), blob(x.Recovery), x.Error,
+		nanos(x.StartedAt), nanos(x.EndedAt), nanos(x.UpdatedAt))
+	if err != nil {
+		return runtime.Execution{}, t.execErr("put execution", err)
+	}
+	return x, nil
+}
+
+func utc(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	return t.UTC()
+}
+
+func (t *tx) PersistRecovery(executionID string, epoch int64, recovery []byte) error {
+	if err := runtime.ValidateIdentifier("execution id", executionID); err != nil {
+		return err
+	}
+	if err := runtime.ValidateJSON("execution recovery", recovery); err != nil {
+		return err
+	}
+	x, err := t.Execution(executionID)
+	if err != nil {
+		return err
+	}
+	if _, err := t.fence(x.Lease, epoch); err != nil {
+		return fmt.Errorf("persist recovery of execution %q: %w", executionID, err)
+	}
+	_, err = t.q.exec(`UPDATE executions SET recovery = ?, epoch = ?, updated_at = ? WHERE id = ?`,
+		blob(recovery), epoch, t.stamp(), executionID)
+	if err != nil {
+		return t.execErr("persist recovery", err)
+	}
+	return nil
+}
+
+// Timers.
+
+func (t *tx) ArmTimer(tm runtime.Timer) (runtime.Timer, error) {
+	if err := runtime.ValidateIdentifier("timer key", tm.Key); err != nil {
+		return runtime.Timer{}, err
+	}
+	for _, f := range []struct{ name, value string }{
+		{"timer scope_id", tm.ScopeID}, {"timer work_id", tm.WorkID}, {"timer kind", tm.Kind},
+	} {
+		if err := runtime.ValidateOptional(f.name, f.value); err != nil {
+			return runtime.Timer{}, err
+		}
+	}
+	if tm.Due.IsZero() {
+		return runtime.Timer{}, fmt.Errorf("%w: timer %q has no due time", runtime.ErrInvalid, tm.Key)
+	}
+	if err := runtime.ValidateText("timer recurrence", tm.Recurrence); err != nil {
+		return runtime.Timer{}, err
+	}
+	if err := runtime.ValidateJSON("timer payload", tm.Payload); err != nil {
+		return runtime.Timer{}, err
+	}
+	tm.Due = tm.Due.UTC()
+	tm.Payload = rawJSON(tm.Payload)
+	tm.ArmedAt = fromNanos(t.stamp())
+	_, err := t.q.exec(`INSERT INTO timers (key, scope_id, work_id, kind, due, recurrence, payload, armed_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (key) DO UPDATE SET scope_id = excluded.scope_id, work_id = excluded.work_id, kind = excluded.kind,
+		due = excluded.due, recurrence = excluded.recurrence, payload = excluded.payload, armed_at = excluded.armed_at`,
+		tm.Key, tm.ScopeID, tm.WorkID, tm.Kind, nanos(tm.Due), tm.Recurrence, blob(tm.Payload), nanos(tm.ArmedAt))
+	if err != nil {
+		return runtime.Timer{}, t.execErr("arm timer", err)
+	}
+	return tm, nil
+}
+
+func (t *tx) CancelTimer(key string) (bool, error) {
+	if err := runtime.ValidateIdentifier("timer key", key); err != nil {
+		return false, err
+	}
+	res, err := t.q.exec(`DELETE FROM timers WHERE key = ?`, key)
+	if err != nil {
+		return false, t.execErr("cancel timer", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, t.execErr("cancel timer", err)
+	}
+	return n > 0, nil
+}
+
+// Waits.
+
+func (t *tx) PutWait(w runtime.Wait) (runtime.Wait, error) {
+	if err := runtime.ValidateIdentifier("wait id", w.ID); err != nil {
+		return runtime.Wait{}, err
+	}
+	if err := runtime.ValidateIdentifier("wait work_id", w.WorkID); err != nil {
+		return runtime.Wait{}, err
+	}
+	if err := runtime.ValidateNames("wait key", w.Keys); err != nil {
+		return runtime.Wait{}, err
+	}
+	if err := runtime.ValidateOptional("wait target", w.Target); err != nil {
+		return runtime.Wait{}, err
+	}
+	if err := runtime.ValidateOptional("wait owner", w.Owner); err != nil {
+		return runtime.Wait{}, err
+	}
+	if err := runtime.ValidateText("wait description", w.Description); err != nil {
+		return runtime.Wait{}, err
+	}
+	if err := runtime.ValidateText("wait progress", w.Progress); err != nil {
+		return runtime.Wait{}, err
+	}
+	if !w.State.Valid() {
+		return runtime.Wait{}, fmt.Errorf("%w: wait %q has unknown state %q", runtime.ErrInvalid, w.ID, w.State)
+	}
+	stored, err := t.Wait(w.ID)
+	exists := err == nil
+	if err != nil && !errors.Is(err, runtime.ErrNotFound) {
+		return runtime.Wait{}, err
+	}
+	if exists && stored.WorkID != w.WorkID {
+		return runtime.Wait{}, fmt.Errorf("%w: wait %q belongs to work %q, not %q", runtime.ErrInvalid, w.ID, stored.WorkID, w.WorkID)
+	}
+	if w.State == runtime.WaitActive {
+		active, err := t.ActiveWait(w.WorkID)
+		if err == nil && active.ID != w.ID {
+			return runtime.Wait{}, fmt.Errorf("%w: work %q already has active wait %q", runtime.ErrConflict, w.WorkID, active.ID)
+		} else if err != nil && !errors.Is(err, runtime.ErrNotFound) {
+			return runtime.Wait{}, err
+		}
+	}
+	if exists {
+		w.CreatedAt = stored.CreatedAt
+	} else {
+		w.CreatedAt = fromNanos(t.stamp())
+	}
+	if len(w.Keys) == 0 {
+		w.Keys = nil
+	}
+	w.Deadline, w.ResolvedAt = utc(w.Deadline), utc(w.ResolvedAt)
+	_, err = t.q.exec(`INSERT INTO waits (id, work_id, keys, target, description, progress, owner, state,
+		deadline, created_at, resolved_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET keys = excluded.keys, target = excluded.target,
+		description = excluded.description, progress = excluded.progress, owner = excluded.owner,
+		state = excluded.state, deadline = excluded.deadline, resolved_at = excluded.resolved_at`,
+		w.ID, w.WorkID, encodeList(w.Keys), w.Target, w.Description, w.Progress, w.Owner, string(w.State),
+		nanos(w.Deadline), nanos(w.CreatedAt), nanos(w.ResolvedAt))
+	if err != nil {
+		return runtime.Wait{}, t.execErr("put wait", err)
+	}
+	if exists {
+		if _, err := t.q.exec(`DELETE FROM wait_keys WHERE wait_id = ?`, w.ID); err != nil {
+			return runtime.Wait{}, t.execErr("put wait", err)
+		}
+	}
+	for _, k := range w.Keys {
+		if _, err := t.q.exec(`INSERT OR IGNORE INTO wait_keys (key, wait_id) VALUES (?, ?)`, k, w.ID); err != nil {
+			return runtime.Wait{}, t.execErr("put wait", err)
+		}
+	}
+	return w, nil
+}
+
+func (t *tx) SetWaitProgress(waitID, owner, progress string) error {
+	if err := runtime.ValidateIdentifier("wait id", waitID); err != nil {
+		return err
+	}
+	if err := runtime.ValidateText("wait progress", progress); err != nil {
+		return err
+	}
+	w, err := t.Wait(waitID)
+	if err != nil {
+		return err
+	}
+	if w.State != runtime.WaitActive {
+		return fmt.Errorf("%w: wait %q is %s, not active", runtime.ErrConflict, waitID, w.State)
+	}
+	if w.Owner != owner {
+		return fmt.Errorf("%w: wait %q is owned by %q, not %q", runtime.ErrConflict, waitID, w.Owner, owner)
+	}
+	if _, err := t.q.exec(`UPDATE waits SET progress = ? WHERE id = ?`, progress, waitID); err != nil {
+		return t.execErr("set wait progress", err)
+	}
+	return nil
+}
+
+// KV.
+
+func (t *tx) KVCommit(b runtime.KVBatch) error {
+	if err := runtime.ValidateKVBatch(b); err != nil {
+		return err
+	}
+	var failed []error
+	for _, p := range b.Preconditions {
+		e, err := t.kvGet(p.Namespace, p.Key)
+		found := err == nil
+		if err != nil && !errors.Is(err, runtime.ErrNotFound) {
+			return err
+		}
+		switch {
+		case p.Absent && found:
+			failed = append(failed, fmt.Errorf("%s/%s is present (version %s), not absent", p.Namespace, p.Key, e.Version))
+		case !p.Absent && !found:
+			failed = append(failed, fmt.Errorf("%s/%s is absent, not at version %s", p.Namespace, p.Key, p.Version))
+		case !p.Absent && e.Version != p.Version:
+			failed = append(failed, fmt.Errorf("%s/%s is at version %s, not %s", p.Namespace, p.Key, e.Version, p.Version))
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%w: kv precondition failed: %w", runtime.ErrConflict, errors.Join(failed...))
+	}
+	for _, p := range b.Puts {
+		value := p.Value
+		if value == nil {
+			value = []byte{}
+		}
+		_, err := t.q.exec(`INSERT INTO kv (namespace, key, value, version) VALUES (?, ?, ?, ?)
+			ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value, version = excluded.version`,
+			p.Namespace, []byte(p.Key), value, runtime.KVVersion(value))
+		if err != nil {
+			return t.execErr("kv commit", err)
+		}
+	}
+	for _, d := range b.Deletes {
+		if _, err := t.q.exec(`DELETE FROM kv WHERE namespace = ? AND key = ?`, d.Namespace, []byte(d.Key)); err != nil {
+			return t.execErr("kv commit", err)
+		}
+	}
+	return nil
+}
+
+// Artifacts.
+
+func (t *tx) PutArtifact(a runtime.Artifact) (runtime.Artifact, error) {
+	if err := runtime.ValidateIdentifier("artifact id", a.ID); err != nil {
+		return runtime.Artifact{}, err
+	}
+	if err := validDigest(a.Digest); err != nil {
+		return runtime.Artifact{}, err
+	}
+	for _, f := range []struct{ name, value string }{
+		{"artifact work_id", a.WorkID}, {"artifact execution_id", a.ExecutionID},
+		{"artifact name", a.Name}, {"artifact media_type", a.MediaType},
+	} {
+		if err := runtime.ValidateOptional(f.name, f.value); err != nil {
+			return runtime.Artifact{}, err
+		}
+	}
+	if a.Size < 0 {
+		return runtime.Artifact{}, fmt.Errorf("%w: artifact %q has negative size", runtime.ErrInvalid, a.ID)
+	}
+	if _, err := t.Artifact(a.ID); err == nil {
+		return runtime.Artifact{}, fmt.Errorf("%w: artifact %q already exists", runtime.ErrConflict, a.ID)
+	} else if !errors.Is(err, runtime.ErrNotFound) {
+		return runtime.Artifact{}, err
+	}
+	a.CreatedAt = fromNanos(t.stamp())
+	_, err := t.q.exec(`INSERT INTO artifacts (id, work_id, execution_id, name, media_type, digest, size, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		a.ID, a.WorkID, a.ExecutionID, a.Name, a.MediaType, a.Digest, a.Size, nanos(a.CreatedAt))
+	if err != nil {
+		return runtime.Artifact{}, t.execErr("put artifact", err)
+	}
+	return a, nil
+}
+
+// Toolbelt results.
+
+func (t *tx) PutToolResult(r runtime.ToolResult) (runtime.ToolResult, bool, error) {
+	if err := runtime.ValidateIdentifier("request id", r.RequestID); err != nil {
+		return runtime.ToolResult{}, false, err
+	}
+	if err := runtime.ValidateOptional("operation", r.Operation); err != nil {
+		return runtime.ToolResult{}, false, err
+	}
+	if err := runtime.ValidateOptional("error code", r.ErrorCode); err != nil {
+		return runtime.ToolResult{}, false, err
+	}
+	if err := runtime.ValidateText("error message", r.ErrorMessage); err != nil {
+		return runtime.ToolResult{}, false, err
+	}
+	if err := runtime.ValidateJSON("result", r.Result); err != nil {
+		return runtime.ToolResult{}, false, err
+	}
+	stored, err := t.ToolResult(r.RequestID)
+	if err == nil {
+		return stored, false, nil
+	}
+	if !errors.Is(err, runtime.ErrNotFound) {
+		return runtime.ToolResult{}, false, err
+	}
+	r.Result = rawJSON(r.Result)
+	r.CommittedAt = fromNanos(t.stamp())
+	_, err = t.q.exec(`INSERT INTO tool_results (request_id, operation, result, error_code, error_message, committed_at)
+		VALUES (?, ?, ?, ?, ?, ?)`, r.RequestID, r.Operation, blob(r.Result), r.ErrorCode, r.ErrorMessage, nanos(r.CommittedAt))
+	if err != nil {
+		return runtime.ToolResult{}, false, t.execErr("put tool result", err)
+	}
+	return r, true, nil
+}
