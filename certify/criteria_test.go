@@ -78,9 +78,17 @@ func TestCriteriaCallTheirSuites(t *testing.T) {
 		}
 		seen[rec.calls[0]] = c.ID
 	}
-	// A Target without Suites is not wired: a harness error, never a pass.
-	c, _ := certify.Lookup("kv/scoping")
-	assert.ErrorIs(t, c.Run(context.Background(), &certify.Target{Manifest: m}), certify.ErrNotWired)
+	// Unwired, every one of them is a harness error, never a pass.
+	for _, c := range certify.Criteria() {
+		if c.ID == "manifest/valid" {
+			continue
+		}
+		for _, s := range []certify.Suites{nil, certify.NotWired{}} {
+			err := c.Run(context.Background(), &certify.Target{Manifest: m, Suites: s})
+			assert.ErrorIs(t, err, certify.ErrNotWired, c.ID)
+			assert.ErrorIs(t, err, certify.ErrHarness, c.ID)
+		}
+	}
 }
 
 func TestApplicability(t *testing.T) {

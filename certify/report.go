@@ -8,6 +8,8 @@ import (
 	"io"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/open-conduit/open-conduit/protocol"
 )
@@ -199,7 +201,7 @@ func WriteProgress(w io.Writer, r Result) {
 	var b strings.Builder
 	b.WriteString(r.Status.Word())
 	b.WriteByte(' ')
-	b.WriteString(r.ID)
+	b.WriteString(printable(r.ID))
 	if r.Status != StatusSkip {
 		fmt.Fprintf(&b, " (%s)", formatDuration(r.Duration))
 	}
@@ -214,7 +216,7 @@ func WriteProgress(w io.Writer, r Result) {
 	switch r.Status {
 	case StatusSkip:
 		b.WriteString(": ")
-		b.WriteString(firstLine(r.Detail))
+		b.WriteString(printable(firstLine(r.Detail)))
 		b.WriteByte('\n')
 	case StatusFail, StatusHarnessError:
 		b.WriteByte('\n')
@@ -253,9 +255,40 @@ func wireLine(m WireMessage) string {
 func indent(b *strings.Builder, prefix, text string) {
 	for _, line := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
 		b.WriteString(prefix)
-		b.WriteString(line)
+		b.WriteString(printable(line))
 		b.WriteByte('\n')
 	}
+}
+
+// printable escapes control characters and invalid UTF-8 in text from the
+// package (stderr, stray stdout), so it cannot drive the terminal.
+func printable(s string) string {
+	clean := true
+	for _, r := range s {
+		if r == utf8.RuneError || (unicode.IsControl(r) && r != '\t') {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i, r := range s {
+		switch {
+		case r == utf8.RuneError:
+			if _, size := utf8.DecodeRuneInString(s[i:]); size == 1 {
+				fmt.Fprintf(&b, "\\x%02x", s[i])
+				continue
+			}
+			b.WriteRune(r)
+		case unicode.IsControl(r) && r != '\t':
+			fmt.Fprintf(&b, "\\u%04x", r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 func formatDuration(d time.Duration) string {
@@ -273,7 +306,7 @@ func WriteSummary(w io.Writer, r Report) {
 	if r.Package.Version != "" {
 		name += " " + r.Package.Version
 	}
-	fmt.Fprintf(w, "\ncertify %s, criteria version %d", name, r.CriteriaVersion)
+	fmt.Fprintf(w, "\ncertify %s, criteria version %d", printable(name), r.CriteriaVersion)
 	if r.ProtocolVersion != 0 {
 		fmt.Fprintf(w, ", protocol version %d", r.ProtocolVersion)
 	}
@@ -475,7 +508,7 @@ func seconds(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }
 // per line, with its direction and time.
 func WriteTrace(w io.Writer, trace []WireMessage) error {
 	enc := json.NewEncoder(w)
-	for _, m := range trace {
+	for _, m := range normalizeWire(trace) {
 		if err := enc.Encode(m); err != nil {
 			return err
 		}

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime/debug"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -158,7 +157,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	}
 	if p := s.current(); p != nil {
 		r.bounded(context.WithoutCancel(ctx), "stop", func(ctx context.Context) error { return p.Stop(ctx) })
-		report.Trace = p.Trace()
+		report.Trace = normalizeWire(p.Trace())
 		report.ProtocolVersion = p.ProtocolVersion()
 	}
 	report.Duration = r.now().Sub(report.Started)
@@ -308,7 +307,7 @@ func (r *runner) afterCriterion(s *session, res *Result) {
 	if res.Status == StatusFail || res.Status == StatusHarnessError {
 		ev := &Evidence{Stderr: tailBytes(p.StderrTail(), EvidenceStderrBytes)}
 		trace := p.Trace()
-		ev.Wire = slices.Clone(trace[max(0, len(trace)-EvidenceMessages):])
+		ev.Wire = normalizeWire(trace[max(0, len(trace)-EvidenceMessages):])
 		if len(ev.Wire) > 0 || ev.Stderr != "" {
 			res.Evidence = ev
 		}

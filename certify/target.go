@@ -76,6 +76,19 @@ type WireMessage struct {
 	Text string `json:"text,omitempty"`
 }
 
+// normalizeWire returns trace with every message that is not valid JSON
+// moved to Text, so reports built from it always encode.
+func normalizeWire(trace []WireMessage) []WireMessage {
+	out := make([]WireMessage, len(trace))
+	for i, m := range trace {
+		if m.Message != nil && !json.Valid(m.Message) {
+			m.Text, m.Message = string(m.Message), nil
+		}
+		out[i] = m
+	}
+	return out
+}
+
 // MaxStrayBytes is how much of a stray stdout line a report quotes.
 const MaxStrayBytes = 200
 

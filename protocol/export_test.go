@@ -50,3 +50,6 @@ func MethodErrorNamesForTest() []string {
 	sort.Strings(out)
 	return out
 }
+
+// ExampleManifestForTest is the manifest of the reference's session example.
+var ExampleManifestForTest = exampleManifest

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"sort"
@@ -69,6 +70,7 @@ func renderReference(docs referenceDocs) []byte {
 	r.framing()
 	r.versions()
 	r.lifecycle()
+	r.session()
 	r.flowControl()
 	r.errors()
 	r.naming()
@@ -174,6 +176,67 @@ func (r *refWriter) lifecycle() {
 	r.p("   cancels what is in flight, answers, and exits. The host then closes standard input and")
 	r.p("   stops the process group if it lingers. An extension must also exit when its standard input")
 	r.p("   reaches end of file, so it never outlives the host.")
+	r.p("")
+}
+
+// exampleManifest is a small valid manifest (an ingress type with one
+// family), used in the session example; a test parses it.
+var exampleManifest = []byte(`{"name":"notes","version":"1.0.0","command":["bin/notes"],"protocol":[1],` +
+	`"provides":{"extensions":[{"type":"notes","ingress":true,"families":[{"name":"notes.note","rederivable":true}]}]}}`)
+
+// session renders a short transcript built from the wire types themselves,
+// so it cannot disagree with them.
+func (r *refWriter) session() {
+	// message is a JSON-RPC request or response, fields in the usual order.
+	type message struct {
+		JSONRPC string `json:"jsonrpc"`
+		ID      int    `json:"id"`
+		Method  string `json:"method,omitempty"`
+		Params  any    `json:"params,omitempty"`
+		Result  any    `json:"result,omitempty"`
+	}
+	type line struct {
+		from string
+		msg  message
+	}
+	request := func(id int, method string, params any) message {
+		return message{JSONRPC: "2.0", ID: id, Method: method, Params: params}
+	}
+	response := func(id int, result any) message {
+		return message{JSONRPC: "2.0", ID: id, Result: result}
+	}
+	lines := []line{
+		{"host", request(1, "initialize", InitializeParams{
+			ProtocolVersions: SupportedVersions(),
+			Host:             HostInfo{Name: "open-conduit", Version: "1.0.0"},
+			StateDir:         "/var/lib/open-conduit/extensions/notes",
+		})},
+		{"extension", response(1, InitializeResult{ProtocolVersion: CurrentVersion, Manifest: exampleManifest})},
+		{"host", request(2, "configure", ConfigureParams{
+			Entries:     []ConfigEntry{{ScopeID: "team", ID: "inbox", Type: "notes", Config: []byte(`{"folder":"inbox"}`)}},
+			Connections: []Connection{},
+			KV:          KVLayout{Stored: 0, Declared: 0},
+		})},
+		{"extension", request(1, "kv.get", KVGetParams{Namespace: "notes", Key: "cursor"})},
+		{"host", response(1, KVGetResult{Found: false})},
+		{"extension", response(2, ConfigureResult{Sources: []SourceDecl{{Name: "notes/inbox", ScopeID: "team", Families: []string{"notes.note"}}}})},
+		{"host", request(3, "shutdown", Empty{})},
+		{"extension", response(3, Empty{})},
+	}
+	r.p("## A session, line by line")
+	r.p("")
+	r.p("Each side numbers its own requests, so both may use id 1 at once. Here the extension reads")
+	r.p("its KV while it serves `configure`, then the host shuts it down:")
+	r.p("")
+	r.p("```")
+	for _, l := range lines {
+		data, err := json.Marshal(l.msg)
+		if err != nil {
+			panic(err) // the values above are fixed; a failure is a bug here
+		}
+		r.p("%-9s  %s", l.from, data)
+	}
+	r.p("```")
 	r.p("")
 }
 

@@ -24,13 +24,18 @@ var update = flag.Bool("update", false, "rewrite docs/protocol.md from the packa
 
 const referencePath = "../docs/protocol.md"
 
-// wireDocs reads the doc comments of the types and fields of wire.go and
-// manifest.go, so the reference describes each field in the words of its
-// Go declaration.
+// wireDocs reads the doc comments of the package's types and fields (the
+// wire and manifest types among them), so the reference describes each
+// field in the words of its Go declaration.
 func wireDocs(t *testing.T) map[string]string {
 	t.Helper()
 	docs := map[string]string{}
-	for _, name := range []string{"wire.go", "manifest.go"} {
+	names, err := filepath.Glob("*.go")
+	require.NoError(t, err)
+	for _, name := range names {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
 		file, err := parser.ParseFile(token.NewFileSet(), name, nil, parser.ParseComments)
 		require.NoError(t, err)
 		addDocs(docs, file)
@@ -181,4 +186,10 @@ func TestWireDocsCoverEveryField(t *testing.T) {
 func TestMethodErrorsNameShapedMethods(t *testing.T) {
 	assert.Equal(t, protocol.ShapeMethodsForTest(), protocol.MethodErrorNamesForTest(),
 		"methodErrors and methodShapes list different methods")
+}
+
+func TestReferenceExampleManifestIsValid(t *testing.T) {
+	m, err := protocol.ParseManifest(protocol.ExampleManifestForTest)
+	require.NoError(t, err)
+	assert.Equal(t, "notes", m.Name)
 }

@@ -29,7 +29,7 @@ type Envelope struct {
 	Schema     string          // <base>.v<N> or empty
 	Payload    json.RawMessage // absent or one valid JSON value
 	Parent     string          // the Event this one derives from, same scope
-	Works      []string        // IDs of the Work the Event names
+	Works      []string        // IDs of the Work the Event names; stored as a sorted set
 	OccurredAt time.Time       // optional, from the producer
 }
 

@@ -13,8 +13,9 @@ type Store interface {
 	// before the commit, nothing fn wrote is kept and Transact returns the
 	// error (ctx.Err() for a cancellation). Write transactions are
 	// serialised; fn runs exactly once, never retried, so it should be
-	// short and make no open-ended calls. The Tx must not be used after fn
-	// returns, nor by several goroutines at once.
+	// short and make no open-ended calls, and it must not start another
+	// transaction. The Tx must not be used by several goroutines at once;
+	// after fn returns its methods fail with ErrInvalid.
 	Transact(ctx context.Context, fn func(Tx) error) error
 
 	// View runs fn in one read-only transaction that sees a consistent
@@ -108,8 +109,10 @@ type Tx interface {
 	PutWork(w Work) (Work, error)
 
 	// AcquireLease starts a new epoch of the named lease (1 for a new
-	// lease). A lease held live by another holder is ErrConflict unless
-	// Supersede is set.
+	// lease), expiring at Now+TTL. A lease held live by another holder (not
+	// released, not expired at Now) is ErrConflict unless Supersede is
+	// set. Expiry only lets others acquire: a write at an expired epoch
+	// that nobody superseded still passes the fence.
 	AcquireLease(req LeaseRequest) (Lease, error)
 	// RenewLease extends the lease at epoch to now+ttl.
 	RenewLease(name string, epoch int64, now time.Time, ttl time.Duration) (Lease, error)
@@ -143,7 +146,8 @@ type Tx interface {
 	// is ErrConflict and applies nothing.
 	KVCommit(b KVBatch) error
 
-	// PutArtifact records a committed blob's metadata.
+	// PutArtifact records a committed blob's metadata once; an ID already
+	// recorded is ErrConflict.
 	PutArtifact(a Artifact) (Artifact, error)
 
 	// PutToolResult commits a toolbelt result under its request ID once:

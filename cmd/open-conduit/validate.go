@@ -66,7 +66,7 @@ func validateManifest(path string) validateReport {
 		report.Problems = []validateProblem{{Message: err.Error()}}
 		return report
 	}
-	m, err := protocol.ParseManifest(data)
+	m, err := protocol.DecodeManifest(data)
 	if err == nil {
 		err = m.Validate()
 	}
@@ -90,18 +90,14 @@ func validateManifest(path string) validateReport {
 // problemsOf lists each refusal in err, naming its rule and field when it
 // has them.
 func problemsOf(err error) []validateProblem {
-	if joined, ok := err.(interface{ Unwrap() []error }); ok {
-		var out []validateProblem
-		for _, e := range joined.Unwrap() {
-			out = append(out, problemsOf(e)...)
-		}
-		return out
+	var out []validateProblem
+	for _, me := range protocol.ManifestErrors(err) {
+		out = append(out, validateProblem{Rule: me.Rule, Path: me.Path, Message: me.Message})
 	}
-	var me *protocol.ManifestError
-	if errors.As(err, &me) {
-		return []validateProblem{{Rule: me.Rule, Path: me.Path, Message: me.Message}}
+	if len(out) == 0 {
+		out = []validateProblem{{Message: err.Error()}}
 	}
-	return []validateProblem{{Message: err.Error()}}
+	return out
 }
 
 func printValidateReport(w io.Writer, r validateReport) {

@@ -88,10 +88,11 @@ type Extension struct {
 	// Checks are the doctor checks, by check name.
 	Checks map[string]Func[protocol.CheckRunParams, protocol.CheckRunResult]
 
-	// Shutdown runs when the host asks the extension to stop, after
-	// in-flight requests have finished or been cancelled: flush and
-	// release what the process holds.
-	Shutdown func(ctx context.Context) error
+	// Shutdown runs when the host asks the extension to stop, once new
+	// requests are refused and before the SDK waits for those in flight:
+	// stop receivers and background work so nothing new starts, and flush
+	// what must be kept.
+	Shutdown func(ctx context.Context, host *Host) error
 
 	// ShutdownGrace bounds how long shutdown waits for in-flight requests
 	// before it cancels them; zero means DefaultShutdownGrace.

@@ -197,13 +197,17 @@ func (s *server) configure(ctx context.Context, p protocol.ConfigureParams) (pro
 	return s.ext.Configure(ctx, s.host, p)
 }
 
-// shutdown stops taking requests, waits for those in flight (cancelling
-// them after the grace period or when its own context ends), then runs
-// the extension's Shutdown.
+// shutdown stops taking requests, runs the extension's Shutdown, then
+// waits for the requests in flight, cancelling them after the grace period
+// or when its own context ends.
 func (s *server) shutdown(ctx context.Context) (any, error) {
 	s.mu.Lock()
 	s.state = stateShutdown
 	s.mu.Unlock()
+	var hookErr error
+	if s.ext.Shutdown != nil {
+		hookErr = s.ext.Shutdown(ctx, s.host)
+	}
 	grace := s.ext.ShutdownGrace
 	if grace <= 0 {
 		grace = DefaultShutdownGrace
@@ -226,10 +230,8 @@ func (s *server) shutdown(ctx context.Context) (any, error) {
 			<-idle
 		}
 	}
-	if s.ext.Shutdown != nil {
-		if err := s.ext.Shutdown(ctx); err != nil {
-			return nil, err
-		}
+	if hookErr != nil {
+		return nil, hookErr
 	}
 	return protocol.Empty{}, nil
 }

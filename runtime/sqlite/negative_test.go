@@ -106,9 +106,10 @@ func (t *weakTx) AcceptEvent(env runtime.Envelope) (runtime.Event, bool, error) 
 }
 
 // The fenced writes ignore the epoch they are given when the weakness is
-// "unfenced": they write at the lease's current epoch instead.
+// "unfenced" (every fenced path) or "unfenced_recovery" (PersistRecovery
+// alone): they write at the lease's current epoch instead.
 func (t *weakTx) currentEpoch(lease string, epoch int64) int64 {
-	if t.weakness != "unfenced" {
+	if t.weakness != "unfenced" && t.weakness != "unfenced_recovery" {
 		return epoch
 	}
 	if l, err := t.Tx.Lease(lease); err == nil {
@@ -118,7 +119,9 @@ func (t *weakTx) currentEpoch(lease string, epoch int64) int64 {
 }
 
 func (t *weakTx) PutExecution(x runtime.Execution) (runtime.Execution, error) {
-	x.Epoch = t.currentEpoch(x.Lease, x.Epoch)
+	if t.weakness == "unfenced" {
+		x.Epoch = t.currentEpoch(x.Lease, x.Epoch)
+	}
 	return t.Tx.PutExecution(x)
 }
 
@@ -130,7 +133,10 @@ func (t *weakTx) PersistRecovery(id string, epoch int64, recovery []byte) error 
 }
 
 func (t *weakTx) CheckLease(name string, epoch int64) error {
-	return t.Tx.CheckLease(name, t.currentEpoch(name, epoch))
+	if t.weakness == "unfenced" {
+		epoch = t.currentEpoch(name, epoch)
+	}
+	return t.Tx.CheckLease(name, epoch)
 }
 
 // TestStoreSuiteFailsWeakenedStores is the suite's negative control: each
@@ -148,6 +154,7 @@ func TestStoreSuiteFailsWeakenedStores(t *testing.T) {
 		{"identity_without_content", "accept_identity_conflict"},
 		{"always_added", "accept_concurrent"},
 		{"unfenced", "lease_fencing"},
+		{"unfenced_recovery", "lease_fencing"},
 	}
 	for _, c := range cases {
 		t.Run(c.weakness, func(t *testing.T) {

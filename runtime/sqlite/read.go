@@ -170,6 +170,15 @@ func checkCursor(after int64) error {
 const eventCols = `e.sequence, e.id, e.source, e.delivery_id, e.scope_id, e.family, e.type, e.schema,
 	e.payload, e.parent, e.root, e.depth, e.works, e.occurred_at, e.accepted_at, e.signature`
 
+// The indexed page reads: each seeks its index to the cursor and reads
+// forward, so a page costs what it returns.
+const (
+	qScopeEvents = `SELECT ` + eventCols + ` FROM events e INDEXED BY events_by_scope
+		WHERE e.scope_id = ? AND e.sequence > ? ORDER BY e.sequence LIMIT ?`
+	qWorkEvents = `SELECT ` + eventCols + ` FROM event_works w JOIN events e ON e.sequence = w.sequence
+		WHERE w.work_id = ? AND w.sequence > ? ORDER BY w.sequence LIMIT ?`
+)
+
 func scanEvent(s scanner) (runtime.Event, error) {
 	var (
 		e                  runtime.Event
@@ -212,18 +221,14 @@ func (r *reader) ScopeEvents(scopeID string, after int64, limit int) ([]runtime.
 	if err := checkCursor(after); err != nil {
 		return nil, err
 	}
-	return list(r, scanEvent, "scope events",
-		`SELECT `+eventCols+` FROM events e INDEXED BY events_by_scope
-		WHERE e.scope_id = ? AND e.sequence > ? ORDER BY e.sequence LIMIT ?`, scopeID, after, pageLimit(limit))
+	return list(r, scanEvent, "scope events", qScopeEvents, scopeID, after, pageLimit(limit))
 }
 
 func (r *reader) WorkEvents(workID string, after int64, limit int) ([]runtime.Event, error) {
 	if err := checkCursor(after); err != nil {
 		return nil, err
 	}
-	return list(r, scanEvent, "work events",
-		`SELECT `+eventCols+` FROM event_works w JOIN events e ON e.sequence = w.sequence
-		WHERE w.work_id = ? AND w.sequence > ? ORDER BY w.sequence LIMIT ?`, workID, after, pageLimit(limit))
+	return list(r, scanEvent, "work events", qWorkEvents, workID, after, pageLimit(limit))
 }
 
 func (r *reader) LatestSequence() (int64, error) {
