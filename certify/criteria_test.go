@@ -158,7 +158,9 @@ type recordingSuites struct{ calls []string }
 
 func (r *recordingSuites) rec(name string) error { r.calls = append(r.calls, name); return nil }
 
-func (r *recordingSuites) Handshake(context.Context, *certify.Target) error { return r.rec("Handshake") }
+func (r *recordingSuites) Handshake(context.Context, *certify.Target) error {
+	return r.rec("Handshake")
+}
 func (r *recordingSuites) VersionMismatch(context.Context, *certify.Target) error {
 	return r.rec("VersionMismatch")
 }
@@ -173,7 +175,9 @@ func (r *recordingSuites) StdinEOF(context.Context, *certify.Target) error { ret
 func (r *recordingSuites) CrashRestart(context.Context, *certify.Target) error {
 	return r.rec("CrashRestart")
 }
-func (r *recordingSuites) KVScoping(context.Context, *certify.Target) error { return r.rec("KVScoping") }
+func (r *recordingSuites) KVScoping(context.Context, *certify.Target) error {
+	return r.rec("KVScoping")
+}
 func (r *recordingSuites) KVAtomicity(context.Context, *certify.Target) error {
 	return r.rec("KVAtomicity")
 }

@@ -35,5 +35,12 @@
 // (after the baseline), 1 when one failed or a baseline entry is stale, 2
 // for a usage error, 3 when nothing failed but the harness broke.
 //
+// Wiring: the runner reaches a package only through a LaunchFunc (which
+// makes a Package: the supervised process, its wire transcript and stderr
+// tail) and the suites only through Suites. The host provides both and sets
+// them on Config, or on Command for the command line. Without them the
+// runner still checks manifest/valid and reports every other criterion
+// that applies as harness_error.
+//
 // Run is the library entry point; Main only parses flags around it.
 package certify

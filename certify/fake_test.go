@@ -151,7 +151,9 @@ func criterion(id string, run func(context.Context, *certify.Target) error) cert
 
 func passes(context.Context, *certify.Target) error { return nil }
 
-func fails(context.Context, *certify.Target) error { return errors.New("the package broke the rule\nsecond line") }
+func fails(context.Context, *certify.Target) error {
+	return errors.New("the package broke the rule\nsecond line")
+}
 
 func notApplicable(c certify.Criterion) certify.Criterion {
 	c.Applies = func(*protocol.Manifest) (bool, string) { return false, "the manifest declares no widget" }

@@ -169,10 +169,10 @@ func TestReportCheck(t *testing.T) {
 		"a failure is hidden from the summary": func(r *certify.Report) {
 			r.Summary.Fail--
 		},
-		"unknown status":          func(r *certify.Report) { r.Results[0].Status = "passed" },
-		"skip without a reason":   func(r *certify.Report) { r.Results[4].Detail = "" },
-		"failure without detail":  func(r *certify.Report) { r.Results[1].Detail = " " },
-		"reported twice":          func(r *certify.Report) { r.Results[1].ID = r.Results[0].ID },
+		"unknown status":         func(r *certify.Report) { r.Results[0].Status = "passed" },
+		"skip without a reason":  func(r *certify.Report) { r.Results[4].Detail = "" },
+		"failure without detail": func(r *certify.Report) { r.Results[1].Detail = " " },
+		"reported twice":         func(r *certify.Report) { r.Results[1].ID = r.Results[0].ID },
 		"known failure that passed": func(r *certify.Report) {
 			r.Results[0].Baseline = certify.BaselineKnownFailure
 			r.Summary = certify.Summarize(r.Results)

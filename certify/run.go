@@ -96,8 +96,8 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	}
 
 	r := &runner{
-		timeout:  cmp(cfg.Timeout, DefaultTimeout),
-		grace:    cmp(cfg.Grace, DefaultGrace),
+		timeout:  orDefault(cfg.Timeout, DefaultTimeout),
+		grace:    orDefault(cfg.Grace, DefaultGrace),
 		suites:   cfg.Suites,
 		progress: cfg.Progress,
 		baseline: baseline,
@@ -191,7 +191,7 @@ func (r *runner) broken(res *Result) {
 	}
 }
 
-func cmp(d, def time.Duration) time.Duration {
+func orDefault(d, def time.Duration) time.Duration {
 	if d <= 0 {
 		return def
 	}

@@ -485,3 +485,14 @@ func TestRunRefusesBadCriteria(t *testing.T) {
 	_, err = certify.Run(context.Background(), certify.Config{Dir: filepath.Join(minimalDir, protocol.ManifestFile)})
 	assert.ErrorIs(t, err, certify.ErrUsage)
 }
+
+func TestTraceKeepsALineThatIsNotJSON(t *testing.T) {
+	var b bytes.Buffer
+	require.NoError(t, certify.WriteTrace(&b, []certify.WireMessage{
+		{Direction: certify.DirectionFromExtension, Message: json.RawMessage(`{"broken":`)},
+	}))
+	var line certify.WireMessage
+	require.NoError(t, json.Unmarshal(b.Bytes(), &line))
+	assert.Equal(t, `{"broken":`, line.Text)
+	assert.Nil(t, line.Message)
+}

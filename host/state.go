@@ -264,7 +264,8 @@ func (s *Service) stateSequence(ctx context.Context, _ protocol.Empty) (protocol
 // timerPrefix starts the key of every timer the extension arms.
 func (s *Service) timerPrefix() string { return s.name + ":" }
 
-var farFuture = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
+// farFuture is later than any timer (and within the nanosecond range).
+var farFuture = time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func (s *Service) stateTimers(ctx context.Context, p protocol.TimersParams) (protocol.TimersResult, error) {
 	out := protocol.TimersResult{Timers: []protocol.Timer{}}

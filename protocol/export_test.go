@@ -6,10 +6,26 @@ import (
 )
 
 // ShapeTypesForTest lists the params and result types of methodShapes.
-func ShapeTypesForTest() []reflect.Type {
+func ShapeTypesForTest() []reflect.Type { return shapeTypes(methodShapes) }
+
+// AllShapeTypesForTest lists the params and result types of every method
+// with wire types.
+func AllShapeTypesForTest() []reflect.Type { return shapeTypes(allShapes()) }
+
+// AllShapeMethodsForTest lists every method with wire types.
+func AllShapeMethodsForTest() []string {
+	out := make([]string, 0)
+	for name := range allShapes() {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func shapeTypes(shapes map[string]methodShape) []reflect.Type {
 	seen := map[reflect.Type]bool{}
 	var out []reflect.Type
-	for _, s := range methodShapes {
+	for _, s := range shapes {
 		for _, v := range []any{s.params, s.result} {
 			if v == nil {
 				continue

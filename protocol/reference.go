@@ -23,8 +23,8 @@ import (
 // blank descriptions.
 type referenceDocs map[string]string
 
-// methodErrors lists, per method, the codes a caller should be ready for
-// beyond those every method may answer (commonErrors).
+// methodErrors lists, per method of methodShapes, the codes a caller
+// should be ready for beyond those every method may answer (commonErrors).
 var methodErrors = map[string][]Code{
 	"initialize": {CodeUnsupportedProtocolVersion, CodeInvalid},
 	"configure":  {CodeInvalid},
@@ -363,13 +363,13 @@ func (r *refWriter) manifest() {
 	r.manifestFields()
 }
 
-// methodNames is the catalogue's names plus those of methodShapes, sorted.
+// methodNames is the catalogue's names plus those with wire types, sorted.
 func methodNames() []string {
 	set := map[string]bool{}
 	for _, m := range Methods() {
 		set[m.Name] = true
 	}
-	for name := range methodShapes {
+	for name := range allShapes() {
 		set[name] = true
 	}
 	names := make([]string, 0, len(set))
@@ -389,6 +389,7 @@ func (r *refWriter) methods() {
 	r.p("extension, it answers every request from that extension `reentrant_call`. Methods without a")
 	r.p("parameter or result table here have their wire types defined with the features that use them.")
 	r.p("")
+	shapes := allShapes()
 	for _, name := range methodNames() {
 		r.p("### `%s`", name)
 		r.p("")
@@ -408,7 +409,7 @@ func (r *refWriter) methods() {
 		} else {
 			r.p("- Not yet in the method catalogue.")
 		}
-		if shape, ok := methodShapes[name]; ok {
+		if shape, ok := shapes[name]; ok {
 			r.p("- Params: %s", typeLink(reflect.TypeOf(shape.params)))
 			if shape.result != nil {
 				r.p("- Result: %s", typeLink(reflect.TypeOf(shape.result)))
@@ -421,17 +422,18 @@ func (r *refWriter) methods() {
 	}
 }
 
-// types renders every struct type reachable from methodShapes.
+// types renders every struct type reachable from a method's shape.
 func (r *refWriter) types() {
-	names := make([]string, 0, len(methodShapes))
-	for name := range methodShapes {
+	shapes := allShapes()
+	names := make([]string, 0, len(shapes))
+	for name := range shapes {
 		names = append(names, name)
 	}
 	sort.Strings(names)
 	var roots []reflect.Type
 	for _, name := range names {
-		roots = append(roots, reflect.TypeOf(methodShapes[name].params))
-		if res := methodShapes[name].result; res != nil {
+		roots = append(roots, reflect.TypeOf(shapes[name].params))
+		if res := shapes[name].result; res != nil {
 			roots = append(roots, reflect.TypeOf(res))
 		}
 	}
@@ -501,7 +503,7 @@ func (r *refWriter) typeTables(heading string, roots []reflect.Type, sorted bool
 			if strings.Contains(opts, "omitempty") || strings.Contains(opts, "omitzero") {
 				optional = "yes"
 			}
-			r.p("| `%s` | %s | %s | %s |", name, typeText(f.Type), optional, cell(fieldText(f.Name, r.docs[t.Name()+"."+f.Name])))
+			r.p("| `%s` | %s | %s | %s |", name, typeText(f.Type), optional, cell(fieldText(f.Name, name, r.docs[t.Name()+"."+f.Name])))
 		}
 		r.p("")
 	}
@@ -567,23 +569,20 @@ func directionText(d Direction) string {
 	return "unknown"
 }
 
-// fieldText turns a Go field comment into a description: it drops the
-// leading Go field name ("StateDir is the …" reads "The …").
-func fieldText(goName, doc string) string {
+// fieldText turns a Go field comment into a description: "StateDir is
+// the …" reads "The …", and "DeliveryID with …" reads "`delivery_id`
+// with …".
+func fieldText(goName, wireName, doc string) string {
 	rest, ok := strings.CutPrefix(doc, goName+" ")
 	if !ok {
 		return doc
 	}
 	for _, verb := range []string{"is ", "are "} {
-		if r, ok := strings.CutPrefix(rest, verb); ok {
-			rest = r
-			break
+		if r, ok := strings.CutPrefix(rest, verb); ok && r != "" {
+			return strings.ToUpper(r[:1]) + r[1:]
 		}
 	}
-	if rest == "" {
-		return doc
-	}
-	return strings.ToUpper(rest[:1]) + rest[1:]
+	return "`" + wireName + "` " + rest
 }
 
 func enabledBy(m Method) string {

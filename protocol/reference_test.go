@@ -135,13 +135,13 @@ func TestReferenceContent(t *testing.T) {
 	for _, c := range protocol.Codes() {
 		has(fmt.Sprintf("| `%s` | %d |", c, c.WireNumber()))
 	}
-	for _, name := range protocol.ShapeMethodsForTest() {
+	for _, name := range protocol.AllShapeMethodsForTest() {
 		has("### `" + name + "`")
 	}
 	for _, m := range protocol.Methods() {
 		has("### `" + m.Name + "`")
 	}
-	for _, typ := range protocol.ShapeTypesForTest() {
+	for _, typ := range protocol.AllShapeTypesForTest() {
 		has("### " + typ.Name() + "\n")
 	}
 	for _, rule := range protocol.ManifestRules() {
@@ -178,7 +178,7 @@ func TestWireDocsCoverEveryField(t *testing.T) {
 			walk(f.Type)
 		}
 	}
-	for _, typ := range protocol.ShapeTypesForTest() {
+	for _, typ := range protocol.AllShapeTypesForTest() {
 		walk(typ)
 	}
 }

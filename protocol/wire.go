@@ -3,6 +3,7 @@ package protocol
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"time"
 	"unicode/utf8"
 )
@@ -633,7 +634,16 @@ type methodShape struct {
 	params, result any
 }
 
-// methodShapes lists the methods whose wire types this package defines.
+// allShapes is every method with wire types: methodShapes (this file's)
+// and messageShapes (messages.go's).
+func allShapes() map[string]methodShape {
+	out := make(map[string]methodShape, len(methodShapes)+len(messageShapes))
+	maps.Copy(out, messageShapes)
+	maps.Copy(out, methodShapes)
+	return out
+}
+
+// methodShapes lists the methods whose wire types this file defines.
 var methodShapes = map[string]methodShape{
 	"initialize": {InitializeParams{}, InitializeResult{}},
 	"configure":  {ConfigureParams{}, ConfigureResult{}},

@@ -223,7 +223,7 @@ func TestWireCasesCoverEveryShape(t *testing.T) {
 }
 
 // TestWireNamesAreSnakeCase walks every wire type reachable from a method
-// shape and checks each JSON field name.
+// shape (messages.go's too) and checks each JSON field name.
 func TestWireNamesAreSnakeCase(t *testing.T) {
 	seen := map[reflect.Type]bool{}
 	var walk func(reflect.Type)
@@ -244,7 +244,7 @@ func TestWireNamesAreSnakeCase(t *testing.T) {
 			walk(f.Type)
 		}
 	}
-	for _, typ := range protocol.ShapeTypesForTest() {
+	for _, typ := range protocol.AllShapeTypesForTest() {
 		walk(typ)
 	}
 	assert.NotEmpty(t, seen)
@@ -267,5 +267,9 @@ func TestShapesAreCatalogued(t *testing.T) {
 		assert.Equal(t, want, m.Direction, "%s", name)
 		assert.False(t, m.Notification, "%s has a result, so it is not a notification", name)
 		assert.False(t, m.InTransaction, "%s", name)
+	}
+	for _, name := range protocol.AllShapeMethodsForTest() {
+		_, ok := protocol.LookupMethod(name)
+		assert.True(t, ok, "%s has wire types but is not catalogued", name)
 	}
 }

@@ -82,7 +82,7 @@ var Rules = []Rule{
 		Why: "an extension imports protocol/* only, never another extension"},
 	{Packages: []string{"host/daemon/...", "cmd/...", "internal/...", "scenarios/..."}, Project: []string{"..."},
 		ThirdParty: append(append([]string{"github.com/robfig/cron/v3"}, sqliteModules...), testModules...),
-		Why: "the composition root and the binary may import anything of the module"},
+		Why:        "the composition root and the binary may import anything of the module"},
 }
 
 // Violation is one dependency a rule forbids.

@@ -60,7 +60,8 @@ type Options struct {
 // request to a new goroutine running the Handler; it never waits for a
 // handler, so responses to nested calls keep flowing while handlers run.
 // Writes are serialised: each message is encoded into a private buffer
-// and written with a single Write under a mutex.
+// and written with a single Write under a mutex. The Conn owns r and w
+// from NewConn on: nothing else may read r or write w.
 type Conn struct {
 	r       io.Reader
 	w       io.Writer
@@ -153,17 +154,21 @@ func (c *Conn) Err() error {
 
 // Close ends the connection: pending and later calls fail with an error
 // wrapping ErrTransport, handlers' contexts are cancelled, and r and w are
-// closed when they are io.Closers. It returns the error of closing w.
+// closed when they are io.Closers. It returns the error of closing w. A
+// connection that ended by itself (Done) has closed r and w already, or is
+// about to; Close is still the way to release a write stuck on a peer that
+// does not read. Close may be called more than once.
 func (c *Conn) Close() error {
 	c.fail(fmt.Errorf("%w: connection closed", ErrTransport), nil)
 	c.closeWriter()
 	return c.closeWErr
 }
 
-// Call sends a request and waits for its response, decoding the result
-// into result as Request.DecodeParams decodes params (unless result is
-// nil; a *json.RawMessage receives the raw bytes). params may be nil, a value encoding/json encodes as an object
-// or array, or a json.RawMessage holding one, which is sent as it is.
+// Call sends a request and waits for its response. params may be nil, a
+// value encoding/json encodes as an object or array, or a json.RawMessage
+// holding one, which is sent as it is. The result is decoded into result
+// as Request.DecodeParams decodes params; a nil result discards it and a
+// *json.RawMessage receives the raw bytes.
 //
 // When ctx ends first, Call sends $/cancel for the request, returns
 // ctx.Err() at once and drops the response if one arrives later. When the
@@ -383,8 +388,10 @@ func (c *Conn) readLoop() {
 			}
 			return
 		}
-		if c.Err() != nil {
+		select {
+		case <-c.done:
 			return
+		default:
 		}
 	}
 }

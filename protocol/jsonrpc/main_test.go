@@ -36,6 +36,12 @@ var children = map[string]func(){
 		}
 		_ = conformance.ServeTransportPeer(context.Background(), os.Stdin, protocolOut, p)
 	},
+	// peer-stdout-unmoved is a negative control: a peer that leaves
+	// os.Stdout on the protocol stream, so stray output corrupts it.
+	"peer-stdout-unmoved": func() {
+		p := &conformance.TransportPeer{Crash: func() { os.Exit(3) }, Stdout: os.Stdout}
+		_ = conformance.ServeTransportPeer(context.Background(), os.Stdin, os.Stdout, p)
+	},
 	// raw-echo writes every line back: the baseline without JSON.
 	"raw-echo": func() {
 		rawLoop(func(line []byte) []byte { return line })
@@ -143,12 +149,13 @@ func (c *child) stop() error {
 	return nil
 }
 
-// subprocessDriver runs the transport suite's peer as a child process.
-func subprocessDriver() conformance.TransportDriver {
+// subprocessDriver runs the named child (a transport peer) as a child
+// process.
+func subprocessDriver(name string) conformance.TransportDriver {
 	return conformance.TransportDriver{
 		Subprocess: true,
 		Start: func(ctx context.Context) (conformance.TransportEndpoint, error) {
-			c, err := startChild(ctx, "peer")
+			c, err := startChild(ctx, name)
 			if err != nil {
 				return conformance.TransportEndpoint{}, err
 			}

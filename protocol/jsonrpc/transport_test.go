@@ -17,7 +17,7 @@ func TestTransportPipe(t *testing.T) {
 }
 
 func TestTransportSubprocess(t *testing.T) {
-	conformance.RunTransport(t, subprocessDriver())
+	conformance.RunTransport(t, subprocessDriver("peer"))
 }
 
 // The negative controls: peers that break one promise each. The suite must
@@ -76,6 +76,16 @@ func TestTransportNegativeControls(t *testing.T) {
 				assert.Contains(t, err.Error(), c.wantCheck+":")
 			}
 		})
+	}
+}
+
+// A peer that leaves os.Stdout on the protocol stream: its stray output
+// breaks the connection, and the suite must say so.
+func TestTransportNegativeControlStrayStdout(t *testing.T) {
+	err := conformance.CheckTransport(t.Context(), subprocessDriver("peer-stdout-unmoved"))
+	if assert.Error(t, err, "the suite passed a peer that writes stray output on the protocol stream") {
+		assert.Contains(t, err.Error(), "stray_stdout:")
+		assert.ErrorIs(t, err, jsonrpc.ErrTransport)
 	}
 }
 

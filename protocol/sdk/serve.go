@@ -35,8 +35,12 @@ func Serve(ext *Extension) error {
 // and w when they are io.Closers.
 func ServeConn(ctx context.Context, r io.Reader, w io.Writer, ext *Extension) error {
 	cw := &countingWriter{w: w, changed: make(chan struct{})}
+	// The Host calls through conn, which exists only once NewConn has
+	// returned; a handler may already run by then.
 	var conn *jsonrpc.Conn
+	ready := make(chan struct{})
 	s, err := newServer(ext, CallerFunc(func(ctx context.Context, method string, params, result any) error {
+		<-ready
 		return conn.Call(ctx, method, params, result)
 	}))
 	if err != nil {
@@ -65,6 +69,7 @@ func ServeConn(ctx context.Context, r io.Reader, w io.Writer, ext *Extension) er
 		DecodeError: DecodeError,
 		Logf:        s.logf,
 	})
+	close(ready)
 	for {
 		select {
 		case <-conn.Done():
