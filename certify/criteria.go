@@ -94,7 +94,8 @@ const (
 	sectionCrash        = "Crash and reconnect"
 	sectionOperations   = "Operation handlers and request IDs"
 	sectionScoping      = "Authority and scoping"
-	sectionExecutors    = "Public executor controls; Executors across extension restarts"
+	sectionControls     = "Public executor controls"
+	sectionExecutors    = "Executors across extension restarts"
 	sectionSchemas      = "Event payload schema evolution"
 	sectionRouteTraces  = "Route traces"
 	sectionDisplay      = "Work display and wait descriptions"
@@ -132,7 +133,7 @@ var criteria = []Criterion{
 		ID:      "executor/controls",
 		Title:   "Declared executor controls",
 		Checks:  "each control and label method an executor declares (stop, forget, attach, container_attach, live, interactive_launch, interrupt, inject, resume) answers as specified",
-		Section: sectionExecutors,
+		Section: sectionControls,
 		Applies: func(m *protocol.Manifest) (bool, string) {
 			if len(m.Provides.Executors) == 0 {
 				return false, "the manifest declares no executor"

@@ -24,9 +24,15 @@
 //
 // A baseline lists criteria the package is known to fail: a listed failure
 // does not fail the run, an unlisted one does, and a listed criterion that
-// no longer fails makes the run fail as a stale baseline.
+// no longer fails (it passes, or no longer applies) makes the run fail as a
+// stale baseline. A listed criterion that ends as harness_error still fails
+// the run: a baseline excuses the package, never the runner. An entry that
+// names no criterion is a usage error. In JUnit XML a known failure reads
+// as skipped (type known_failure) and a stale entry as a failure (type
+// stale_baseline), so JUnit's failures and errors are what fails the run.
 //
-// Selection: --run REGEXP runs only the criteria whose ID matches. The
+// Selection: --run REGEXP runs only the criteria whose ID it matches
+// (anywhere in the ID, as with go test -run; anchor it with ^). The
 // others are left out of the report entirely (they are neither passed nor
 // skipped), the report records the pattern, and a pattern that selects no
 // criterion is a usage error, so a typo cannot pass a CI job.

@@ -19,10 +19,13 @@ import (
 	"github.com/open-conduit/open-conduit/protocol"
 )
 
-// Tiny deadlines: the only waits in these tests are the runner's own.
+// Deadlines. The only waits in these tests are the runner's own, and only
+// the tests of timeouts reach one: the others get a deadline so long that a
+// loaded machine cannot turn a quick criterion into a timeout.
 const (
-	testTimeout = 50 * time.Millisecond
+	testTimeout = 100 * time.Millisecond
 	testGrace   = 20 * time.Millisecond
+	longTimeout = time.Minute
 )
 
 // fakePackage is a Package with no process: criteria drive it directly.

@@ -15,7 +15,7 @@ func WriteList(w io.Writer, cs []Criterion, m *protocol.Manifest) {
 	fmt.Fprintf(w, "criteria version %d: %d criteria\n", CriteriaVersion, len(cs))
 	for _, c := range cs {
 		fmt.Fprintf(w, "\n%s  %s\n", c.ID, c.Title)
-		fmt.Fprintf(w, "    checks:  %s\n", wrap(c.Checks, 72, "             "))
+		fmt.Fprintf(w, "    checks:  %s\n", wrap(c.Checks, 64, "             "))
 		fmt.Fprintf(w, "    section: %s\n", c.Section)
 		if m != nil {
 			if ok, reason := c.applies(m); ok {

@@ -222,7 +222,7 @@ func TestBrokenRunnerIsCaught(t *testing.T) {
 			defer restore()
 			var progress bytes.Buffer
 			r, err := certify.Run(context.Background(), certify.Config{Dir: minimalDir, Criteria: cs, Launch: p.launch,
-				Progress: &progress, Timeout: testTimeout, Grace: testGrace})
+				Progress: &progress, Timeout: longTimeout, Grace: testGrace})
 			require.NoError(t, err, "the lie is self-consistent, so only checkHonest can catch it")
 			m := loadManifest(t, minimalDir)
 			err = checkHonest(cs, m, nil, nil, expect, render(t, r, progress.String()))

@@ -294,8 +294,7 @@ func (r *runner) afterCriterion(s *session, res *Result) {
 	if p == nil {
 		return
 	}
-	if exited, cause := p.Exited(); exited && cause != nil {
-		s.markHung()
+	if exited, cause := p.Exited(); exited && cause != nil && s.blame() {
 		crash := "the package exited during the criterion: " + cause.Error()
 		switch res.Status {
 		case StatusPass:
@@ -369,12 +368,33 @@ type session struct {
 	mu      sync.Mutex
 	pkg     Package
 	restart bool // the package hung or crashed: restart it before its next use
+	blamed  bool // the package's last exit has failed a criterion already
 }
 
 func (s *session) current() Package {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.pkg
+}
+
+// blame reports whether a crash is still to be blamed on the criterion that
+// saw it: each exit fails one criterion, not every one after it until the
+// next restart.
+func (s *session) blame() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.blamed {
+		return false
+	}
+	s.blamed, s.restart = true, true
+	return true
+}
+
+// started records a successful start or restart.
+func (s *session) started() {
+	s.mu.Lock()
+	s.restart, s.blamed = false, false
+	s.mu.Unlock()
 }
 
 func (s *session) markHung() {
@@ -417,6 +437,7 @@ func (s *session) get(ctx context.Context, t *Target) (Package, error) {
 			s.markHung()
 			return nil, fmt.Errorf("the package did not start: %w", err)
 		}
+		s.started()
 		return p, nil
 	}
 	if exited, _ := p.Exited(); exited || restart {
@@ -424,9 +445,7 @@ func (s *session) get(ctx context.Context, t *Target) (Package, error) {
 			s.markHung()
 			return nil, fmt.Errorf("the package did not restart: %w", err)
 		}
-		s.mu.Lock()
-		s.restart = false
-		s.mu.Unlock()
+		s.started()
 	}
 	return p, nil
 }

@@ -40,7 +40,10 @@ func run(t *testing.T, cfg certify.Config, expect map[string]certify.Status) (ou
 		cfg.Dir = minimalDir
 	}
 	if cfg.Timeout == 0 {
-		cfg.Timeout, cfg.Grace = testTimeout, testGrace
+		cfg.Timeout = longTimeout
+	}
+	if cfg.Grace == 0 {
+		cfg.Grace = testGrace
 	}
 	var progress bytes.Buffer
 	cfg.Progress = &progress
@@ -127,19 +130,19 @@ func TestTimeouts(t *testing.T) {
 		criterion("b/ignores-context", ignoresContext(release)),
 		criterion("c/next", usesPackage),
 	}
-	out, err := run(t, certify.Config{Criteria: cs, Launch: p.launch}, map[string]certify.Status{
+	out, err := run(t, certify.Config{Criteria: cs, Launch: p.launch, Timeout: testTimeout}, map[string]certify.Status{
 		"a/honours-deadline": certify.StatusFail, "b/ignores-context": certify.StatusFail, "c/next": certify.StatusPass,
 	})
 	require.NoError(t, err)
 	r := out.report
 
 	a := result(t, r, "a/honours-deadline")
-	assert.Equal(t, "criterion a/honours-deadline timed out after 50ms", a.Detail)
+	assert.Equal(t, "criterion a/honours-deadline timed out after 100ms", a.Detail)
 	require.NotNil(t, a.Evidence, "a hang keeps the last wire messages")
 	assert.NotEmpty(t, a.Evidence.Wire)
 
 	b := result(t, r, "b/ignores-context")
-	assert.Equal(t, "criterion b/ignores-context timed out after 50ms and did not return within 20ms more; abandoned", b.Detail)
+	assert.Equal(t, "criterion b/ignores-context timed out after 100ms and did not return within 20ms more; abandoned", b.Detail)
 
 	// The hung package was restarted before the next criterion used it.
 	_, starts, restarts, _ := p.counts()
@@ -160,7 +163,7 @@ func TestAbandonedCriterionCannotReachThePackage(t *testing.T) {
 			return nil
 		}),
 	}
-	_, err := run(t, certify.Config{Criteria: cs, Launch: p.launch}, map[string]certify.Status{"a/late": certify.StatusFail})
+	_, err := run(t, certify.Config{Criteria: cs, Launch: p.launch, Timeout: testTimeout}, map[string]certify.Status{"a/late": certify.StatusFail})
 	require.NoError(t, err)
 	close(release)
 	assert.ErrorIs(t, <-got, certify.ErrHarness)
@@ -188,6 +191,21 @@ func TestCrashMidCriterion(t *testing.T) {
 
 	_, _, restarts, _ := p.counts()
 	assert.Equal(t, 1, restarts, "the run goes on with a restarted process")
+}
+
+func TestACrashFailsOneCriterion(t *testing.T) {
+	p := &fakePackage{}
+	cs := []certify.Criterion{
+		criterion("a/crash", crashes(p)),
+		criterion("b/no-package", passes),
+		criterion("c/next", usesPackage),
+		criterion("d/crash-again", crashes(p)),
+	}
+	_, err := run(t, certify.Config{Criteria: cs, Launch: p.launch}, map[string]certify.Status{
+		"a/crash": certify.StatusFail, "b/no-package": certify.StatusPass,
+		"c/next": certify.StatusPass, "d/crash-again": certify.StatusFail,
+	})
+	require.NoError(t, err)
 }
 
 func TestDeliberateStopIsNoCrash(t *testing.T) {
@@ -423,7 +441,7 @@ func TestInterruptedRunReportsEveryCriterion(t *testing.T) {
 		criterion("b/later", passes),
 	}
 	var progress bytes.Buffer
-	r, err := certify.Run(ctx, certify.Config{Dir: minimalDir, Criteria: cs, Progress: &progress, Timeout: testTimeout, Grace: testGrace})
+	r, err := certify.Run(ctx, certify.Config{Dir: minimalDir, Criteria: cs, Progress: &progress, Timeout: longTimeout, Grace: testGrace})
 	assert.ErrorIs(t, err, context.Canceled)
 	require.Len(t, r.Results, 2)
 	assert.Equal(t, certify.StatusPass, r.Results[0].Status)

@@ -123,9 +123,10 @@ type TransportPeer struct {
 	uploads map[string]*upload
 }
 
+// blockState follows one test.block call, named by its token.
 type blockState struct {
-	started, seen, release chan struct{}
-	releaseOnce            sync.Once
+	started, seen, release           chan struct{}
+	startOnce, seenOnce, releaseOnce sync.Once
 }
 
 type upload struct {
@@ -258,9 +259,9 @@ func (p *TransportPeer) block(ctx context.Context, req *jsonrpc.Request) (any, e
 		return nil, err
 	}
 	b := p.blockFor(in.Token)
-	close(b.started)
+	b.startOnce.Do(func() { close(b.started) })
 	<-ctx.Done()
-	close(b.seen)
+	b.seenOnce.Do(func() { close(b.seen) })
 	select {
 	case <-b.release:
 	case <-jsonrpc.ConnFromContext(ctx).Done():

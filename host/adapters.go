@@ -113,7 +113,9 @@ func (k remoteWorkKind) Trigger(inputs []runtime.Event) (int, error) {
 }
 
 // Recurrence is the extension's recurrence kind.
-func (r *Remote) Recurrence(kind string) runtime.Recurrence { return remoteRecurrence{r: r, kind: kind} }
+func (r *Remote) Recurrence(kind string) runtime.Recurrence {
+	return remoteRecurrence{r: r, kind: kind}
+}
 
 type remoteRecurrence struct {
 	r    *Remote

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 )
@@ -44,9 +45,36 @@ func unmarshalParams[T any](data []byte) (T, error) {
 		return v, nil
 	}
 	if err := json.Unmarshal(data, &v); err != nil {
-		return v, fmt.Errorf("%w: %s: %v", ErrInvalidParams, typeName[T](), err)
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return v, fmt.Errorf("%w: field %s must be %s, not %s", ErrInvalidParams, te.Field, jsonKind(te.Type), te.Value)
+		}
+		return v, fmt.Errorf("%w: %v", ErrInvalidParams, err)
 	}
 	return v, nil
+}
+
+// jsonKind names the JSON form of a Go type, for a message a peer in any
+// language can read.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+		reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return "a base64 string"
+		}
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	}
+	return "a JSON value"
 }
 
 func typeName[T any]() string { return reflect.TypeFor[T]().String() }

@@ -63,11 +63,12 @@ var testModules = []string{
 var Rules = []Rule{
 	{Packages: []string{"protocol", "protocol/jsonrpc"}, Why: "the wire contract and the transport import the standard library only"},
 	{Packages: []string{"runtime"}, Why: "the coordination core imports the standard library only"},
+	{Packages: []string{"runtime/runtimetest"}, Project: []string{"runtime"}, Why: "the runtime's test helpers import the runtime and the standard library only"},
 	{Packages: []string{"protocol/sdk/..."}, Project: []string{"protocol", "protocol/jsonrpc"},
 		Why: "the SDK imports protocol/* only, exactly as a third party would"},
 	{Packages: []string{"runtime/sqlite"}, Project: []string{"runtime"}, ThirdParty: sqliteModules,
 		Why: "the SQLite store imports runtime and modernc.org/sqlite"},
-	{Packages: []string{"host", "host/internal/..."}, Project: []string{"protocol/...", "runtime"},
+	{Packages: []string{"host", "host/hosttest", "host/internal/..."}, Project: []string{"protocol/...", "runtime"},
 		Why: "the host imports protocol/* and runtime; never runtime/sqlite, never an extension"},
 	{Packages: []string{"conformance", "conformance/internal/..."}, Project: []string{"protocol/...", "runtime"},
 		Why: "the suites import public contracts only; never runtime/sqlite"},

@@ -10,6 +10,11 @@ import (
 	"github.com/open-conduit/open-conduit/protocol"
 )
 
+// optionalMethods are enabled by a surface but have a host-side fallback,
+// so the SDK answers them method_not_found: event.render falls back to
+// the host's generic rendering.
+var optionalMethods = map[string]bool{"event.render": true}
+
 // checkExtension matches ext's handlers against the manifest m declares,
 // so a mismatch is an error when serving starts rather than a request
 // answered wrongly later.
@@ -138,9 +143,10 @@ func checkExtension(ext *Extension, m *protocol.Manifest) error {
 	}
 	sameKeys("upcaster for schema", steps, slices.Collect(maps.Keys(ext.Upcasters)))
 
-	// Every surface the manifest enables must be one this SDK serves.
+	// Every surface the manifest enables must be one this SDK serves,
+	// apart from those the host does without.
 	for _, mt := range m.EnabledMethods() {
-		if mt.Direction != protocol.HostToExtension || mt.Surface == "" || mt.Notification {
+		if mt.Direction != protocol.HostToExtension || mt.Surface == "" || mt.Notification || optionalMethods[mt.Name] {
 			continue
 		}
 		if _, ok := dispatch[mt.Name]; !ok {

@@ -27,6 +27,9 @@ const busyTimeout = 10 * time.Second
 // readConns is the size of the read pool.
 const readConns = 4
 
+// writerCacheKiB is the writer connection's page cache.
+const writerCacheKiB = 32 << 10
+
 // Store is the SQLite runtime.Store. It also serves artifact blobs
 // (runtime.BlobStore). It is safe for concurrent use.
 type Store struct {
@@ -82,6 +85,9 @@ func Open(dir string, opts ...Option) (*Store, error) {
 		writeQ[k] = v
 	}
 	writeQ.Set("_txlock", "immediate")
+	// A larger page cache for the one writer keeps the log's unique
+	// indexes (random event IDs) in memory as the log grows.
+	writeQ.Add("_pragma", fmt.Sprintf("cache_size(-%d)", writerCacheKiB))
 	s.writer, err = sql.Open("sqlite", dsn(path, writeQ))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open: %w", err)

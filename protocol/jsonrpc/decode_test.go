@@ -1,0 +1,76 @@
+package jsonrpc_test
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/open-conduit/open-conduit/protocol/jsonrpc"
+	"github.com/stretchr/testify/assert"
+)
+
+type chunk struct {
+	Upload string `json:"upload"`
+	Offset int64  `json:"offset"`
+	Data   []byte `json:"data"`
+	Note   string `json:"note,omitempty"`
+}
+
+type named []byte
+
+type odd struct {
+	Raw   json.RawMessage `json:"raw"`
+	Named named           `json:"named"`
+	Data  []byte          `json:"data"`
+	DATA  []byte          `json:"DATA"`
+}
+
+type embedded struct {
+	chunk
+	Extra string `json:"extra"`
+}
+
+// DecodeParams takes a direct path for big string members; whatever the
+// input, it must agree with encoding/json.
+func TestDecodeParamsAgreesWithEncodingJSON(t *testing.T) {
+	blob := make([]byte, 48<<10)
+	for i := range blob {
+		blob[i] = byte(i * 31)
+	}
+	b64 := base64.StdEncoding.EncodeToString(blob)
+	long := strings.Repeat("é plain text ", 1<<10)
+	escaped := strings.Repeat(`line\n\"quoted\"\u00e9 `, 1<<10)
+	cases := []struct {
+		name   string
+		params string
+		into   func() any
+	}{
+		{"chunk", `{"upload":"u","offset":7,"data":"` + b64 + `"}`, func() any { return &chunk{} }},
+		{"chunk with big note", `{"upload":"u","data":"` + b64 + `","note":"` + long + `"}`, func() any { return &chunk{} }},
+		{"escaped big string", `{"note":"` + escaped + `"}`, func() any { return &chunk{Upload: "kept"} }},
+		{"escaped base64", `{"data":"` + strings.Replace(b64, "/", `\/`, 3) + `"}`, func() any { return &chunk{} }},
+		{"bad base64", `{"data":"` + b64[:len(b64)-3] + `!!!"}`, func() any { return &chunk{} }},
+		{"key by case", `{"DATA":"` + b64 + `"}`, func() any { return &chunk{} }},
+		{"duplicate key", `{"data":"` + b64 + `","data":"AAAA"}`, func() any { return &chunk{} }},
+		{"duplicate key, big last", `{"data":"AAAA","data":"` + b64 + `"}`, func() any { return &chunk{} }},
+		{"big string into a number", `{"offset":"` + b64 + `"}`, func() any { return &chunk{} }},
+		{"unknown big member", `{"other":"` + b64 + `","offset":3}`, func() any { return &chunk{} }},
+		{"raw, named and ambiguous fields", `{"raw":"` + b64 + `","named":"` + b64 + `","data":"` + b64 + `"}`, func() any { return &odd{} }},
+		{"embedded", `{"data":"` + b64 + `","extra":"x"}`, func() any { return &embedded{} }},
+		{"into a map", `{"data":"` + b64 + `"}`, func() any { return &map[string]any{} }},
+		{"array", `["` + b64 + `"]`, func() any { return &[]string{} }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			want, got := c.into(), c.into()
+			wantErr := json.Unmarshal([]byte(c.params), want)
+			gotErr := (&jsonrpc.Request{Method: "m", Params: json.RawMessage(c.params)}).DecodeParams(got)
+			assert.Equal(t, wantErr == nil, gotErr == nil, "encoding/json: %v; DecodeParams: %v", wantErr, gotErr)
+			if gotErr != nil {
+				assert.ErrorIs(t, gotErr, jsonrpc.ErrInvalidParams)
+			}
+			assert.Equal(t, want, got)
+		})
+	}
+}
