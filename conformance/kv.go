@@ -43,10 +43,10 @@ var ExtensionCheckTimeout = 2 * time.Minute
 // The two extensions of the suites: alpha is configured in scope-a, beta
 // in scope-b.
 const (
-	extAlpha  = "alpha"
-	extBeta   = "beta"
-	scopeA    = "scope-a"
-	scopeB    = "scope-b"
+	extAlpha = "alpha"
+	extBeta  = "beta"
+	scopeA   = "scope-a"
+	scopeB   = "scope-b"
 )
 
 // suiteManifest is the manifest of one of the suites' extensions: one

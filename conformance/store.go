@@ -94,7 +94,7 @@ func runStoreCheck(ctx context.Context, open func() (runtime.Store, error), c st
 // promise, or nil.
 
 // wantIs checks that err is target.
-func wantIs(err, target error, what string) error {
+func storeWantIs(err, target error, what string) error {
 	if !errors.Is(err, target) {
 		return fmt.Errorf("%s: got error %v, want %v", what, err, target)
 	}
@@ -102,7 +102,7 @@ func wantIs(err, target error, what string) error {
 }
 
 // accept accepts one envelope in its own transaction.
-func accept(ctx context.Context, s runtime.Store, env runtime.Envelope) (runtime.Event, bool, error) {
+func storeAccept(ctx context.Context, s runtime.Store, env runtime.Envelope) (runtime.Event, bool, error) {
 	var (
 		ev    runtime.Event
 		added bool
@@ -116,7 +116,7 @@ func accept(ctx context.Context, s runtime.Store, env runtime.Envelope) (runtime
 }
 
 // view runs a read and returns its value.
-func view[T any](ctx context.Context, s runtime.Store, read func(runtime.ReadTx) (T, error)) (T, error) {
+func storeView[T any](ctx context.Context, s runtime.Store, read func(runtime.ReadTx) (T, error)) (T, error) {
 	var v T
 	err := s.View(ctx, func(tx runtime.ReadTx) error {
 		var err error
@@ -126,12 +126,12 @@ func view[T any](ctx context.Context, s runtime.Store, read func(runtime.ReadTx)
 	return v, err
 }
 
-func latest(ctx context.Context, s runtime.Store) (int64, error) {
-	return view(ctx, s, func(tx runtime.ReadTx) (int64, error) { return tx.LatestSequence() })
+func storeLatest(ctx context.Context, s runtime.Store) (int64, error) {
+	return storeView(ctx, s, func(tx runtime.ReadTx) (int64, error) { return tx.LatestSequence() })
 }
 
 // sequences lists the sequences of events.
-func sequences(evs []runtime.Event) []int64 {
+func storeSequences(evs []runtime.Event) []int64 {
 	out := make([]int64, len(evs))
 	for i, e := range evs {
 		out[i] = e.Sequence
@@ -140,11 +140,11 @@ func sequences(evs []runtime.Event) []int64 {
 }
 
 // pageAll reads every page of a cursor read with the given page size.
-func pageAll(ctx context.Context, s runtime.Store, limit int, read func(tx runtime.ReadTx, after int64, limit int) ([]runtime.Event, error)) ([]runtime.Event, error) {
+func storePageAll(ctx context.Context, s runtime.Store, limit int, read func(tx runtime.ReadTx, after int64, limit int) ([]runtime.Event, error)) ([]runtime.Event, error) {
 	var all []runtime.Event
 	var after int64
 	for {
-		page, err := view(ctx, s, func(tx runtime.ReadTx) ([]runtime.Event, error) { return read(tx, after, limit) })
+		page, err := storeView(ctx, s, func(tx runtime.ReadTx) ([]runtime.Event, error) { return read(tx, after, limit) })
 		if err != nil {
 			return nil, err
 		}
@@ -159,7 +159,7 @@ func pageAll(ctx context.Context, s runtime.Store, limit int, read func(tx runti
 	}
 }
 
-func increasing(seqs []int64) error {
+func storeIncreasing(seqs []int64) error {
 	for i := 1; i < len(seqs); i++ {
 		if seqs[i] <= seqs[i-1] {
 			return fmt.Errorf("sequences not strictly increasing at %d: %v", i, seqs)

@@ -14,7 +14,7 @@ import (
 	"github.com/open-conduit/open-conduit/runtime"
 )
 
-func sampleEnvelope(delivery string) runtime.Envelope {
+func storeSampleEnvelope(delivery string) runtime.Envelope {
 	return runtime.Envelope{
 		Source:     "ingress.sample",
 		DeliveryID: delivery,
@@ -27,7 +27,7 @@ func sampleEnvelope(delivery string) runtime.Envelope {
 	}
 }
 
-func sameEvent(got, want runtime.Event) error {
+func storeSameEvent(got, want runtime.Event) error {
 	switch {
 	case got.ID != want.ID, got.Sequence != want.Sequence, got.Source != want.Source,
 		got.DeliveryID != want.DeliveryID, got.ScopeID != want.ScopeID, got.Family != want.Family,
@@ -41,11 +41,11 @@ func sameEvent(got, want runtime.Event) error {
 }
 
 func checkAcceptAndRead(ctx context.Context, s runtime.Store) error {
-	if seq, err := latest(ctx, s); err != nil || seq != 0 {
+	if seq, err := storeLatest(ctx, s); err != nil || seq != 0 {
 		return fmt.Errorf("empty store: LatestSequence = %d, %v; want 0, nil", seq, err)
 	}
-	env := sampleEnvelope("d-1")
-	ev, added, err := accept(ctx, s, env)
+	env := storeSampleEnvelope("d-1")
+	ev, added, err := storeAccept(ctx, s, env)
 	if err != nil || !added {
 		return fmt.Errorf("first acceptance: added=%v err=%v; want added", added, err)
 	}
@@ -61,32 +61,32 @@ func checkAcceptAndRead(ctx context.Context, s runtime.Store) error {
 	if !bytes.Equal(ev.Payload, env.Payload) {
 		return fmt.Errorf("payload stored as %s, want verbatim %s", ev.Payload, env.Payload)
 	}
-	byID, err := view(ctx, s, func(tx runtime.ReadTx) (runtime.Event, error) { return tx.Event(ev.ID) })
+	byID, err := storeView(ctx, s, func(tx runtime.ReadTx) (runtime.Event, error) { return tx.Event(ev.ID) })
 	if err != nil {
 		return fmt.Errorf("Event(%q): %w", ev.ID, err)
 	}
-	if err := sameEvent(byID, ev); err != nil {
+	if err := storeSameEvent(byID, ev); err != nil {
 		return fmt.Errorf("by ID: %w", err)
 	}
-	byDelivery, err := view(ctx, s, func(tx runtime.ReadTx) (runtime.Event, error) {
+	byDelivery, err := storeView(ctx, s, func(tx runtime.ReadTx) (runtime.Event, error) {
 		return tx.EventByDelivery(env.Source, env.DeliveryID)
 	})
 	if err != nil {
 		return fmt.Errorf("EventByDelivery: %w", err)
 	}
-	if err := sameEvent(byDelivery, ev); err != nil {
+	if err := storeSameEvent(byDelivery, ev); err != nil {
 		return fmt.Errorf("by delivery: %w", err)
 	}
-	if seq, err := latest(ctx, s); err != nil || seq != ev.Sequence {
+	if seq, err := storeLatest(ctx, s); err != nil || seq != ev.Sequence {
 		return fmt.Errorf("LatestSequence = %d, %v; want %d", seq, err, ev.Sequence)
 	}
-	_, err = view(ctx, s, func(tx runtime.ReadTx) (runtime.Event, error) { return tx.Event("no-such-event") })
-	if err := wantIs(err, runtime.ErrNotFound, "Event of an unknown ID"); err != nil {
+	_, err = storeView(ctx, s, func(tx runtime.ReadTx) (runtime.Event, error) { return tx.Event("no-such-event") })
+	if err := storeWantIs(err, runtime.ErrNotFound, "Event of an unknown ID"); err != nil {
 		return err
 	}
-	named := sampleEnvelope("d-2")
+	named := storeSampleEnvelope("d-2")
 	named.ID = "custom-id"
-	ev2, _, err := accept(ctx, s, named)
+	ev2, _, err := storeAccept(ctx, s, named)
 	if err != nil || ev2.ID != "custom-id" {
 		return fmt.Errorf("an envelope naming its ID: got %q, %v; want custom-id", ev2.ID, err)
 	}
@@ -94,8 +94,8 @@ func checkAcceptAndRead(ctx context.Context, s runtime.Store) error {
 }
 
 func checkAcceptIdempotent(ctx context.Context, s runtime.Store) error {
-	env := sampleEnvelope("d-1")
-	first, _, err := accept(ctx, s, env)
+	env := storeSampleEnvelope("d-1")
+	first, _, err := storeAccept(ctx, s, env)
 	if err != nil {
 		return err
 	}
@@ -105,26 +105,26 @@ func checkAcceptIdempotent(ctx context.Context, s runtime.Store) error {
 	again.Payload = json.RawMessage(`{ "ratio": 15e-1, "tags": ["\u0078", "y"], "title": "first", "id": 7.0 }`)
 	again.OccurredAt = env.OccurredAt.In(time.FixedZone("X", 3600))
 	for i, e := range []runtime.Envelope{env, again} {
-		ev, added, err := accept(ctx, s, e)
+		ev, added, err := storeAccept(ctx, s, e)
 		if err != nil {
 			return fmt.Errorf("re-acceptance %d of the same content: %w", i, err)
 		}
 		if added {
 			return fmt.Errorf("re-acceptance %d of the same content reported added", i)
 		}
-		if err := sameEvent(ev, first); err != nil {
+		if err := storeSameEvent(ev, first); err != nil {
 			return fmt.Errorf("re-acceptance %d must return the stored event: %w", i, err)
 		}
 	}
-	if seq, err := latest(ctx, s); err != nil || seq != first.Sequence {
+	if seq, err := storeLatest(ctx, s); err != nil || seq != first.Sequence {
 		return fmt.Errorf("after re-acceptance LatestSequence = %d, %v; want %d", seq, err, first.Sequence)
 	}
 	return nil
 }
 
 func checkAcceptIdentityConflict(ctx context.Context, s runtime.Store) error {
-	env := sampleEnvelope("d-1")
-	first, _, err := accept(ctx, s, env)
+	env := storeSampleEnvelope("d-1")
+	first, _, err := storeAccept(ctx, s, env)
 	if err != nil {
 		return err
 	}
@@ -150,30 +150,30 @@ func checkAcceptIdentityConflict(ctx context.Context, s runtime.Store) error {
 		if err != nil {
 			return fmt.Errorf("changed %s: transaction: %w", name, err)
 		}
-		if err := wantIs(acceptErr, runtime.ErrConflict, "same identity with a changed "+name); err != nil {
+		if err := storeWantIs(acceptErr, runtime.ErrConflict, "same identity with a changed "+name); err != nil {
 			return err
 		}
 	}
-	stored, err := view(ctx, s, func(tx runtime.ReadTx) (runtime.Event, error) { return tx.Event(first.ID) })
+	stored, err := storeView(ctx, s, func(tx runtime.ReadTx) (runtime.Event, error) { return tx.Event(first.ID) })
 	if err != nil {
 		return err
 	}
-	if err := sameEvent(stored, first); err != nil {
+	if err := storeSameEvent(stored, first); err != nil {
 		return fmt.Errorf("a conflicting acceptance changed the stored event: %w", err)
 	}
-	if seq, err := latest(ctx, s); err != nil || seq != first.Sequence {
+	if seq, err := storeLatest(ctx, s); err != nil || seq != first.Sequence {
 		return fmt.Errorf("conflicting acceptances moved LatestSequence to %d (%v), want %d", seq, err, first.Sequence)
 	}
 	// An explicit ID that already names another identity conflicts too.
-	other := sampleEnvelope("d-2")
+	other := storeSampleEnvelope("d-2")
 	other.ID = first.ID
-	_, _, err = accept(ctx, s, other)
-	return wantIs(err, runtime.ErrConflict, "a new identity reusing an accepted event's ID")
+	_, _, err = storeAccept(ctx, s, other)
+	return storeWantIs(err, runtime.ErrConflict, "a new identity reusing an accepted event's ID")
 }
 
 func checkAcceptConcurrent(ctx context.Context, s runtime.Store) error {
 	const n = 16
-	env := sampleEnvelope("d-concurrent")
+	env := storeSampleEnvelope("d-concurrent")
 	type result struct {
 		ev    runtime.Event
 		added bool
@@ -187,7 +187,7 @@ func checkAcceptConcurrent(ctx context.Context, s runtime.Store) error {
 		go func() {
 			defer wg.Done()
 			<-start
-			ev, added, err := accept(ctx, s, env)
+			ev, added, err := storeAccept(ctx, s, env)
 			results[i] = result{ev, added, err}
 		}()
 	}
@@ -209,7 +209,7 @@ func checkAcceptConcurrent(ctx context.Context, s runtime.Store) error {
 	if added != 1 {
 		return fmt.Errorf("%d of %d concurrent acceptances of one envelope reported added, want exactly 1", added, n)
 	}
-	all, err := view(ctx, s, func(tx runtime.ReadTx) ([]runtime.Event, error) { return tx.Events(0, 100) })
+	all, err := storeView(ctx, s, func(tx runtime.ReadTx) ([]runtime.Event, error) { return tx.Events(0, 100) })
 	if err != nil {
 		return err
 	}
@@ -222,7 +222,7 @@ func checkAcceptConcurrent(ctx context.Context, s runtime.Store) error {
 func checkSequenceOrder(ctx context.Context, s runtime.Store) error {
 	var accepted []runtime.Event
 	for i := range 5 {
-		ev, _, err := accept(ctx, s, sampleEnvelope(fmt.Sprintf("single-%d", i)))
+		ev, _, err := storeAccept(ctx, s, storeSampleEnvelope(fmt.Sprintf("single-%d", i)))
 		if err != nil {
 			return err
 		}
@@ -230,7 +230,7 @@ func checkSequenceOrder(ctx context.Context, s runtime.Store) error {
 	}
 	err := s.Transact(ctx, func(tx runtime.Tx) error {
 		for i := range 5 {
-			ev, _, err := tx.AcceptEvent(sampleEnvelope(fmt.Sprintf("batch-%d", i)))
+			ev, _, err := tx.AcceptEvent(storeSampleEnvelope(fmt.Sprintf("batch-%d", i)))
 			if err != nil {
 				return err
 			}
@@ -244,7 +244,7 @@ func checkSequenceOrder(ctx context.Context, s runtime.Store) error {
 	// A rolled-back acceptance takes no place in the log.
 	rollback := errors.New("roll back")
 	err = s.Transact(ctx, func(tx runtime.Tx) error {
-		if _, _, err := tx.AcceptEvent(sampleEnvelope("rolled-back")); err != nil {
+		if _, _, err := tx.AcceptEvent(storeSampleEnvelope("rolled-back")); err != nil {
 			return err
 		}
 		return rollback
@@ -252,46 +252,46 @@ func checkSequenceOrder(ctx context.Context, s runtime.Store) error {
 	if !errors.Is(err, rollback) {
 		return fmt.Errorf("Transact must return fn's error, got %v", err)
 	}
-	ev, _, err := accept(ctx, s, sampleEnvelope("after-rollback"))
+	ev, _, err := storeAccept(ctx, s, storeSampleEnvelope("after-rollback"))
 	if err != nil {
 		return err
 	}
 	accepted = append(accepted, ev)
-	if err := increasing(sequences(accepted)); err != nil {
+	if err := storeIncreasing(storeSequences(accepted)); err != nil {
 		return fmt.Errorf("acceptance order: %w", err)
 	}
-	all, err := view(ctx, s, func(tx runtime.ReadTx) ([]runtime.Event, error) { return tx.Events(0, 100) })
+	all, err := storeView(ctx, s, func(tx runtime.ReadTx) ([]runtime.Event, error) { return tx.Events(0, 100) })
 	if err != nil {
 		return err
 	}
-	if !slices.Equal(sequences(all), sequences(accepted)) {
-		return fmt.Errorf("Events lists sequences %v, want those accepted %v", sequences(all), sequences(accepted))
+	if !slices.Equal(storeSequences(all), storeSequences(accepted)) {
+		return fmt.Errorf("Events lists sequences %v, want those accepted %v", storeSequences(all), storeSequences(accepted))
 	}
-	if _, err := view(ctx, s, func(tx runtime.ReadTx) (runtime.Event, error) {
+	if _, err := storeView(ctx, s, func(tx runtime.ReadTx) (runtime.Event, error) {
 		return tx.EventByDelivery("ingress.sample", "rolled-back")
 	}); !errors.Is(err, runtime.ErrNotFound) {
 		return fmt.Errorf("a rolled-back acceptance is readable (err %v)", err)
 	}
-	if seq, err := latest(ctx, s); err != nil || seq != ev.Sequence {
+	if seq, err := storeLatest(ctx, s); err != nil || seq != ev.Sequence {
 		return fmt.Errorf("LatestSequence = %d, %v; want %d", seq, err, ev.Sequence)
 	}
 	return nil
 }
 
 func checkCausalChain(ctx context.Context, s runtime.Store) error {
-	root, _, err := accept(ctx, s, sampleEnvelope("root"))
+	root, _, err := storeAccept(ctx, s, storeSampleEnvelope("root"))
 	if err != nil {
 		return err
 	}
-	childEnv := sampleEnvelope("child")
+	childEnv := storeSampleEnvelope("child")
 	childEnv.Parent = root.ID
-	child, _, err := accept(ctx, s, childEnv)
+	child, _, err := storeAccept(ctx, s, childEnv)
 	if err != nil {
 		return err
 	}
-	grandEnv := sampleEnvelope("grandchild")
+	grandEnv := storeSampleEnvelope("grandchild")
 	grandEnv.Parent = child.ID
-	grand, _, err := accept(ctx, s, grandEnv)
+	grand, _, err := storeAccept(ctx, s, grandEnv)
 	if err != nil {
 		return err
 	}
@@ -299,15 +299,15 @@ func checkCausalChain(ctx context.Context, s runtime.Store) error {
 		return fmt.Errorf("chain root/depth: child %q/%d, grandchild %q/%d; want %q/1 and %q/2",
 			child.Root, child.Depth, grand.Root, grand.Depth, root.ID, root.ID)
 	}
-	orphan := sampleEnvelope("orphan")
+	orphan := storeSampleEnvelope("orphan")
 	orphan.Parent = "no-such-event"
-	if _, _, err := accept(ctx, s, orphan); !errors.Is(err, runtime.ErrInvalid) {
+	if _, _, err := storeAccept(ctx, s, orphan); !errors.Is(err, runtime.ErrInvalid) {
 		return fmt.Errorf("a parent that was never accepted: got %v, want ErrInvalid", err)
 	}
-	foreign := sampleEnvelope("foreign")
+	foreign := storeSampleEnvelope("foreign")
 	foreign.ScopeID = "scope-b"
 	foreign.Parent = root.ID
-	if _, _, err := accept(ctx, s, foreign); !errors.Is(err, runtime.ErrInvalid) {
+	if _, _, err := storeAccept(ctx, s, foreign); !errors.Is(err, runtime.ErrInvalid) {
 		return fmt.Errorf("a parent in another scope: got %v, want ErrInvalid", err)
 	}
 	return nil
@@ -317,7 +317,7 @@ func checkScopeIsolation(ctx context.Context, s runtime.Store) error {
 	want := map[string][]int64{}
 	err := s.Transact(ctx, func(tx runtime.Tx) error {
 		for i := range 30 {
-			env := sampleEnvelope(fmt.Sprintf("d-%d", i))
+			env := storeSampleEnvelope(fmt.Sprintf("d-%d", i))
 			env.ScopeID = []string{"scope-a", "scope-b", "scope-b", ""}[i%4]
 			ev, _, err := tx.AcceptEvent(env)
 			if err != nil {
@@ -332,7 +332,7 @@ func checkScopeIsolation(ctx context.Context, s runtime.Store) error {
 	}
 	for _, scope := range []string{"scope-a", "scope-b", "", "scope-none"} {
 		for _, limit := range []int{1, 3, 100} {
-			got, err := pageAll(ctx, s, limit, func(tx runtime.ReadTx, after int64, limit int) ([]runtime.Event, error) {
+			got, err := storePageAll(ctx, s, limit, func(tx runtime.ReadTx, after int64, limit int) ([]runtime.Event, error) {
 				return tx.ScopeEvents(scope, after, limit)
 			})
 			if err != nil {
@@ -343,14 +343,14 @@ func checkScopeIsolation(ctx context.Context, s runtime.Store) error {
 					return fmt.Errorf("ScopeEvents(%q) returned event %s of scope %q", scope, e.ID, e.ScopeID)
 				}
 			}
-			if !slices.Equal(sequences(got), want[scope]) {
-				return fmt.Errorf("ScopeEvents(%q) by pages of %d: sequences %v, want %v", scope, limit, sequences(got), want[scope])
+			if !slices.Equal(storeSequences(got), want[scope]) {
+				return fmt.Errorf("ScopeEvents(%q) by pages of %d: sequences %v, want %v", scope, limit, storeSequences(got), want[scope])
 			}
 		}
 	}
 	// A page is filtered by scope before its limit: a full page comes back
 	// even when other scopes' events sit between the scope's own.
-	page, err := view(ctx, s, func(tx runtime.ReadTx) ([]runtime.Event, error) { return tx.ScopeEvents("scope-a", 0, 5) })
+	page, err := storeView(ctx, s, func(tx runtime.ReadTx) ([]runtime.Event, error) { return tx.ScopeEvents("scope-a", 0, 5) })
 	if err != nil {
 		return err
 	}
@@ -378,7 +378,7 @@ func checkCursorUnderWriters(ctx context.Context, s runtime.Store) error {
 			for i := range perWriter {
 				err := s.Transact(ctx, func(tx runtime.Tx) error {
 					for j, scope := range []string{"scope-a", "scope-b"} {
-						env := sampleEnvelope(fmt.Sprintf("w%d-%d-%d", w, i, j))
+						env := storeSampleEnvelope(fmt.Sprintf("w%d-%d-%d", w, i, j))
 						env.ScopeID = scope
 						if _, _, err := tx.AcceptEvent(env); err != nil {
 							return err
@@ -410,7 +410,7 @@ func checkCursorUnderWriters(ctx context.Context, s runtime.Store) error {
 			finished = true
 		default:
 		}
-		page, err := view(ctx, s, func(tx runtime.ReadTx) ([]runtime.Event, error) {
+		page, err := storeView(ctx, s, func(tx runtime.ReadTx) ([]runtime.Event, error) {
 			return tx.ScopeEvents("scope-a", after, 7)
 		})
 		if err != nil {
@@ -442,10 +442,10 @@ func checkCursorUnderWriters(ctx context.Context, s runtime.Store) error {
 		return fmt.Errorf("writer: %w", err)
 	default:
 	}
-	if err := increasing(seen); err != nil {
+	if err := storeIncreasing(seen); err != nil {
 		return fmt.Errorf("a cursor repeated or reordered events: %w", err)
 	}
-	all, err := pageAll(ctx, s, 1000, func(tx runtime.ReadTx, after int64, limit int) ([]runtime.Event, error) {
+	all, err := storePageAll(ctx, s, 1000, func(tx runtime.ReadTx, after int64, limit int) ([]runtime.Event, error) {
 		return tx.ScopeEvents("scope-a", after, limit)
 	})
 	if err != nil {
@@ -454,7 +454,7 @@ func checkCursorUnderWriters(ctx context.Context, s runtime.Store) error {
 	if len(all) != writers*perWriter {
 		return fmt.Errorf("scope-a holds %d events, want %d", len(all), writers*perWriter)
 	}
-	if !slices.Equal(seen, sequences(all)) {
+	if !slices.Equal(seen, storeSequences(all)) {
 		return fmt.Errorf("a cursor paging during writes skipped events: saw %d of %d (an event became visible behind the cursor)",
 			len(seen), len(all))
 	}
@@ -465,18 +465,18 @@ func checkWorkEvents(ctx context.Context, s runtime.Store) error {
 	var named, routed, unrelated, both runtime.Event
 	err := s.Transact(ctx, func(tx runtime.Tx) error {
 		var err error
-		env := sampleEnvelope("names-w1")
+		env := storeSampleEnvelope("names-w1")
 		env.Works = []string{"w-1", "w-1"}
 		if named, _, err = tx.AcceptEvent(env); err != nil {
 			return err
 		}
-		if unrelated, _, err = tx.AcceptEvent(sampleEnvelope("unrelated")); err != nil {
+		if unrelated, _, err = tx.AcceptEvent(storeSampleEnvelope("unrelated")); err != nil {
 			return err
 		}
-		if routed, _, err = tx.AcceptEvent(sampleEnvelope("routed-w1")); err != nil {
+		if routed, _, err = tx.AcceptEvent(storeSampleEnvelope("routed-w1")); err != nil {
 			return err
 		}
-		env = sampleEnvelope("names-both")
+		env = storeSampleEnvelope("names-both")
 		env.Works = []string{"w-2", "w-1"}
 		if both, _, err = tx.AcceptEvent(env); err != nil {
 			return err
@@ -500,14 +500,14 @@ func checkWorkEvents(ctx context.Context, s runtime.Store) error {
 	}
 	for work, seqs := range want {
 		for _, limit := range []int{1, 100} {
-			got, err := pageAll(ctx, s, limit, func(tx runtime.ReadTx, after int64, limit int) ([]runtime.Event, error) {
+			got, err := storePageAll(ctx, s, limit, func(tx runtime.ReadTx, after int64, limit int) ([]runtime.Event, error) {
 				return tx.WorkEvents(work, after, limit)
 			})
 			if err != nil {
 				return fmt.Errorf("WorkEvents(%q): %w", work, err)
 			}
-			if !slices.Equal(sequences(got), seqs) {
-				return fmt.Errorf("WorkEvents(%q) by pages of %d: sequences %v, want %v", work, limit, sequences(got), seqs)
+			if !slices.Equal(storeSequences(got), seqs) {
+				return fmt.Errorf("WorkEvents(%q) by pages of %d: sequences %v, want %v", work, limit, storeSequences(got), seqs)
 			}
 		}
 	}
@@ -515,5 +515,5 @@ func checkWorkEvents(ctx context.Context, s runtime.Store) error {
 		return fmt.Errorf("an event's Works must be stored as a sorted set, got %v and %v", named.Works, both.Works)
 	}
 	err = s.Transact(ctx, func(tx runtime.Tx) error { return tx.LinkEventWork("no-such-event", "w-1") })
-	return wantIs(err, runtime.ErrNotFound, "linking an unknown event")
+	return storeWantIs(err, runtime.ErrNotFound, "linking an unknown event")
 }

@@ -12,11 +12,11 @@ import (
 	"github.com/open-conduit/open-conduit/runtime"
 )
 
-func kvCommit(ctx context.Context, s runtime.Store, b runtime.KVBatch) error {
+func storeKvCommit(ctx context.Context, s runtime.Store, b runtime.KVBatch) error {
 	return s.Transact(ctx, func(tx runtime.Tx) error { return tx.KVCommit(b) })
 }
 
-func kvGet(ctx context.Context, s runtime.Store, ns, key string) (runtime.KVEntry, bool, error) {
+func storeKvGet(ctx context.Context, s runtime.Store, ns, key string) (runtime.KVEntry, bool, error) {
 	var (
 		e     runtime.KVEntry
 		found bool
@@ -29,34 +29,34 @@ func kvGet(ctx context.Context, s runtime.Store, ns, key string) (runtime.KVEntr
 	return e, found, err
 }
 
-func put(ns, key, value string) runtime.KVPut {
+func storePut(ns, key, value string) runtime.KVPut {
 	return runtime.KVPut{Namespace: ns, Key: key, Value: []byte(value)}
 }
 
 func checkKVReadWrite(ctx context.Context, s runtime.Store) error {
-	if _, found, err := kvGet(ctx, s, "sample", "absent"); err != nil || found {
+	if _, found, err := storeKvGet(ctx, s, "sample", "absent"); err != nil || found {
 		return fmt.Errorf("KVGet of an absent key: found=%v %v; want not found, nil", found, err)
 	}
 	puts := []runtime.KVPut{
-		put("sample", "notes/1", "one"), put("sample", "notes/2", "two"), put("sample", "notes/3", "three"),
-		put("sample", "notes0", "outside the prefix"), put("sample", "note", "shorter"),
-		put("sample.cache", "notes/1", "other namespace"), put("sample", "empty", ""),
+		storePut("sample", "notes/1", "one"), storePut("sample", "notes/2", "two"), storePut("sample", "notes/3", "three"),
+		storePut("sample", "notes0", "outside the prefix"), storePut("sample", "note", "shorter"),
+		storePut("sample.cache", "notes/1", "other namespace"), storePut("sample", "empty", ""),
 	}
-	if err := kvCommit(ctx, s, runtime.KVBatch{Puts: puts}); err != nil {
+	if err := storeKvCommit(ctx, s, runtime.KVBatch{Puts: puts}); err != nil {
 		return err
 	}
-	e, found, err := kvGet(ctx, s, "sample", "notes/2")
+	e, found, err := storeKvGet(ctx, s, "sample", "notes/2")
 	if err != nil || !found || string(e.Value) != "two" || e.Version != runtime.KVVersion([]byte("two")) {
 		return fmt.Errorf("KVGet(sample, notes/2) = %q version %q found=%v %v; want \"two\" at KVVersion", e.Value, e.Version, found, err)
 	}
-	if e, found, err := kvGet(ctx, s, "sample.cache", "notes/1"); err != nil || !found || string(e.Value) != "other namespace" {
+	if e, found, err := storeKvGet(ctx, s, "sample.cache", "notes/1"); err != nil || !found || string(e.Value) != "other namespace" {
 		return fmt.Errorf("namespaces are not separate: %q found=%v %v", e.Value, found, err)
 	}
-	if e, found, err := kvGet(ctx, s, "sample", "empty"); err != nil || !found || len(e.Value) != 0 {
+	if e, found, err := storeKvGet(ctx, s, "sample", "empty"); err != nil || !found || len(e.Value) != 0 {
 		return fmt.Errorf("an empty value: %q found=%v %v; want found and empty", e.Value, found, err)
 	}
 	listKeys := func(prefix, after string, limit int) ([]string, error) {
-		entries, err := view(ctx, s, func(tx runtime.ReadTx) ([]runtime.KVEntry, error) {
+		entries, err := storeView(ctx, s, func(tx runtime.ReadTx) ([]runtime.KVEntry, error) {
 			return tx.KVList("sample", prefix, after, limit)
 		})
 		var keys []string
@@ -91,28 +91,28 @@ func checkKVReadWrite(ctx context.Context, s runtime.Store) error {
 			return fmt.Errorf("KVList(prefix %q, after %q, limit %d) = %v, want %v", c.prefix, c.after, c.limit, got, c.want)
 		}
 	}
-	if err := kvCommit(ctx, s, runtime.KVBatch{
-		Puts:    []runtime.KVPut{put("sample", "notes/2", "TWO")},
+	if err := storeKvCommit(ctx, s, runtime.KVBatch{
+		Puts:    []runtime.KVPut{storePut("sample", "notes/2", "TWO")},
 		Deletes: []runtime.KVKey{{Namespace: "sample", Key: "notes/1"}, {Namespace: "sample", Key: "never-written"}},
 	}); err != nil {
 		return fmt.Errorf("overwrite and delete: %w", err)
 	}
-	if _, found, _ := kvGet(ctx, s, "sample", "notes/1"); found {
+	if _, found, _ := storeKvGet(ctx, s, "sample", "notes/1"); found {
 		return errors.New("a deleted key is still present")
 	}
-	if e, _, _ := kvGet(ctx, s, "sample", "notes/2"); string(e.Value) != "TWO" || e.Version != runtime.KVVersion([]byte("TWO")) {
+	if e, _, _ := storeKvGet(ctx, s, "sample", "notes/2"); string(e.Value) != "TWO" || e.Version != runtime.KVVersion([]byte("TWO")) {
 		return fmt.Errorf("an overwritten key reads %q at %q", e.Value, e.Version)
 	}
-	if e, found, _ := kvGet(ctx, s, "sample.cache", "notes/1"); !found || string(e.Value) != "other namespace" {
+	if e, found, _ := storeKvGet(ctx, s, "sample.cache", "notes/1"); !found || string(e.Value) != "other namespace" {
 		return errors.New("a delete in one namespace removed another namespace's key")
 	}
 	return nil
 }
 
 func checkKVPreconditions(ctx context.Context, s runtime.Store) error {
-	if err := kvCommit(ctx, s, runtime.KVBatch{
+	if err := storeKvCommit(ctx, s, runtime.KVBatch{
 		Preconditions: []runtime.KVPrecondition{{Namespace: "sample", Key: "k", Absent: true}},
-		Puts:          []runtime.KVPut{put("sample", "k", "v1")},
+		Puts:          []runtime.KVPut{storePut("sample", "k", "v1")},
 	}); err != nil {
 		return fmt.Errorf("create with an absence precondition: %w", err)
 	}
@@ -127,29 +127,29 @@ func checkKVPreconditions(ctx context.Context, s runtime.Store) error {
 		{"the version of another namespace's key", runtime.KVPrecondition{Namespace: "sample.cache", Key: "k", Version: v1}},
 	}
 	for _, r := range refused {
-		err := kvCommit(ctx, s, runtime.KVBatch{Preconditions: []runtime.KVPrecondition{r.pre}, Puts: []runtime.KVPut{put("sample", "k", "lost")}})
-		if err := wantIs(err, runtime.ErrConflict, "precondition on "+r.name); err != nil {
+		err := storeKvCommit(ctx, s, runtime.KVBatch{Preconditions: []runtime.KVPrecondition{r.pre}, Puts: []runtime.KVPut{storePut("sample", "k", "lost")}})
+		if err := storeWantIs(err, runtime.ErrConflict, "precondition on "+r.name); err != nil {
 			return err
 		}
 	}
-	if e, _, _ := kvGet(ctx, s, "sample", "k"); string(e.Value) != "v1" {
+	if e, _, _ := storeKvGet(ctx, s, "sample", "k"); string(e.Value) != "v1" {
 		return fmt.Errorf("a refused commit wrote %q", e.Value)
 	}
-	err := kvCommit(ctx, s, runtime.KVBatch{
+	err := storeKvCommit(ctx, s, runtime.KVBatch{
 		Preconditions: []runtime.KVPrecondition{{Namespace: "sample", Key: "k", Version: v1}},
 		Deletes:       []runtime.KVKey{{Namespace: "sample", Key: "k"}},
 	})
 	if err != nil {
 		return fmt.Errorf("delete at the current version: %w", err)
 	}
-	if _, found, _ := kvGet(ctx, s, "sample", "k"); found {
+	if _, found, _ := storeKvGet(ctx, s, "sample", "k"); found {
 		return errors.New("a delete at the current version left the key")
 	}
 	return nil
 }
 
 func checkKVCommitAtomic(ctx context.Context, s runtime.Store) error {
-	if err := kvCommit(ctx, s, runtime.KVBatch{Puts: []runtime.KVPut{put("sample", "a", "a0"), put("sample", "b", "b0")}}); err != nil {
+	if err := storeKvCommit(ctx, s, runtime.KVBatch{Puts: []runtime.KVPut{storePut("sample", "a", "a0"), storePut("sample", "b", "b0")}}); err != nil {
 		return err
 	}
 	// The last precondition fails; the batch must apply none of its writes,
@@ -162,7 +162,7 @@ func checkKVCommitAtomic(ctx context.Context, s runtime.Store) error {
 				{Namespace: "sample", Key: "c", Absent: true},
 				{Namespace: "sample", Key: "b", Version: runtime.KVVersion([]byte("stale"))},
 			},
-			Puts:    []runtime.KVPut{put("sample", "a", "a1"), put("sample", "c", "c1")},
+			Puts:    []runtime.KVPut{storePut("sample", "a", "a1"), storePut("sample", "c", "c1")},
 			Deletes: []runtime.KVKey{{Namespace: "sample", Key: "b"}},
 		})
 		return nil
@@ -170,15 +170,15 @@ func checkKVCommitAtomic(ctx context.Context, s runtime.Store) error {
 	if err != nil {
 		return err
 	}
-	if err := wantIs(commitErr, runtime.ErrConflict, "a batch with one failing precondition"); err != nil {
+	if err := storeWantIs(commitErr, runtime.ErrConflict, "a batch with one failing precondition"); err != nil {
 		return err
 	}
 	for key, want := range map[string]string{"a": "a0", "b": "b0"} {
-		if e, found, err := kvGet(ctx, s, "sample", key); err != nil || !found || string(e.Value) != want {
+		if e, found, err := storeKvGet(ctx, s, "sample", key); err != nil || !found || string(e.Value) != want {
 			return fmt.Errorf("a failed batch was partly applied: %s = %q found=%v (%v), want %q", key, e.Value, found, err, want)
 		}
 	}
-	if e, found, _ := kvGet(ctx, s, "sample", "c"); found {
+	if e, found, _ := storeKvGet(ctx, s, "sample", "c"); found {
 		return fmt.Errorf("a failed batch was partly applied: c = %q", e.Value)
 	}
 	return nil
@@ -186,11 +186,11 @@ func checkKVCommitAtomic(ctx context.Context, s runtime.Store) error {
 
 func checkKVConcurrentCommit(ctx context.Context, s runtime.Store) error {
 	const racers, rounds = 8, 3
-	if err := kvCommit(ctx, s, runtime.KVBatch{Puts: []runtime.KVPut{put("sample", "counter", "start")}}); err != nil {
+	if err := storeKvCommit(ctx, s, runtime.KVBatch{Puts: []runtime.KVPut{storePut("sample", "counter", "start")}}); err != nil {
 		return err
 	}
 	for round := range rounds {
-		cur, _, err := kvGet(ctx, s, "sample", "counter")
+		cur, _, err := storeKvGet(ctx, s, "sample", "counter")
 		if err != nil {
 			return err
 		}
@@ -202,9 +202,9 @@ func checkKVConcurrentCommit(ctx context.Context, s runtime.Store) error {
 			go func() {
 				defer wg.Done()
 				<-start
-				errs[i] = kvCommit(ctx, s, runtime.KVBatch{
+				errs[i] = storeKvCommit(ctx, s, runtime.KVBatch{
 					Preconditions: []runtime.KVPrecondition{{Namespace: "sample", Key: "counter", Version: cur.Version}},
-					Puts:          []runtime.KVPut{put("sample", "counter", fmt.Sprintf("round %d racer %d", round, i))},
+					Puts:          []runtime.KVPut{storePut("sample", "counter", fmt.Sprintf("round %d racer %d", round, i))},
 				})
 			}()
 		}
@@ -224,7 +224,7 @@ func checkKVConcurrentCommit(ctx context.Context, s runtime.Store) error {
 		if winner < 0 {
 			return fmt.Errorf("round %d: no racer committed", round)
 		}
-		e, _, err := kvGet(ctx, s, "sample", "counter")
+		e, _, err := storeKvGet(ctx, s, "sample", "counter")
 		if want := fmt.Sprintf("round %d racer %d", round, winner); err != nil || string(e.Value) != want {
 			return fmt.Errorf("round %d: value %q (%v), want the winner's %q", round, e.Value, err, want)
 		}
@@ -241,28 +241,28 @@ func checkBadInput(ctx context.Context, s runtime.Store) error {
 	}{
 		{"a value over MaxKVValueBytes", runtime.KVBatch{Puts: []runtime.KVPut{{Namespace: "sample", Key: "big",
 			Value: bytes.Repeat([]byte("x"), runtime.MaxKVValueBytes+1)}}}, runtime.ErrTooLarge},
-		{"an empty namespace", runtime.KVBatch{Puts: []runtime.KVPut{put("", "k", "v")}}, runtime.ErrInvalid},
-		{"a namespace over MaxNamespaceBytes", runtime.KVBatch{Puts: []runtime.KVPut{put(long(runtime.MaxNamespaceBytes+1), "k", "v")}}, runtime.ErrInvalid},
-		{"a namespace with a control character", runtime.KVBatch{Puts: []runtime.KVPut{put("sam\nple", "k", "v")}}, runtime.ErrInvalid},
-		{"a namespace of invalid UTF-8", runtime.KVBatch{Puts: []runtime.KVPut{put("sam\xffple", "k", "v")}}, runtime.ErrInvalid},
-		{"an empty key", runtime.KVBatch{Puts: []runtime.KVPut{put("sample", "", "v")}}, runtime.ErrInvalid},
-		{"a key of invalid UTF-8", runtime.KVBatch{Puts: []runtime.KVPut{put("sample", "k\xc3\x28", "v")}}, runtime.ErrInvalid},
-		{"a key over MaxKeyBytes", runtime.KVBatch{Puts: []runtime.KVPut{put("sample", long(runtime.MaxKeyBytes+1), "v")}}, runtime.ErrInvalid},
+		{"an empty namespace", runtime.KVBatch{Puts: []runtime.KVPut{storePut("", "k", "v")}}, runtime.ErrInvalid},
+		{"a namespace over MaxNamespaceBytes", runtime.KVBatch{Puts: []runtime.KVPut{storePut(long(runtime.MaxNamespaceBytes+1), "k", "v")}}, runtime.ErrInvalid},
+		{"a namespace with a control character", runtime.KVBatch{Puts: []runtime.KVPut{storePut("sam\nple", "k", "v")}}, runtime.ErrInvalid},
+		{"a namespace of invalid UTF-8", runtime.KVBatch{Puts: []runtime.KVPut{storePut("sam\xffple", "k", "v")}}, runtime.ErrInvalid},
+		{"an empty key", runtime.KVBatch{Puts: []runtime.KVPut{storePut("sample", "", "v")}}, runtime.ErrInvalid},
+		{"a key of invalid UTF-8", runtime.KVBatch{Puts: []runtime.KVPut{storePut("sample", "k\xc3\x28", "v")}}, runtime.ErrInvalid},
+		{"a key over MaxKeyBytes", runtime.KVBatch{Puts: []runtime.KVPut{storePut("sample", long(runtime.MaxKeyBytes+1), "v")}}, runtime.ErrInvalid},
 		{"a bad delete key", runtime.KVBatch{Deletes: []runtime.KVKey{{Namespace: "sample", Key: "\xff"}}}, runtime.ErrInvalid},
 		{"a precondition with neither version nor absence", runtime.KVBatch{
 			Preconditions: []runtime.KVPrecondition{{Namespace: "sample", Key: "k"}}}, runtime.ErrInvalid},
-		{"a key written twice", runtime.KVBatch{Puts: []runtime.KVPut{put("sample", "k", "1")},
+		{"a key written twice", runtime.KVBatch{Puts: []runtime.KVPut{storePut("sample", "k", "1")},
 			Deletes: []runtime.KVKey{{Namespace: "sample", Key: "k"}}}, runtime.ErrInvalid},
 	}
 	for _, c := range kvBad {
 		// Each bad batch also carries a good put, which must not land.
 		b := c.batch
-		b.Puts = append([]runtime.KVPut{put("sample", "good", "v")}, b.Puts...)
+		b.Puts = append([]runtime.KVPut{storePut("sample", "good", "v")}, b.Puts...)
 		var commitErr error
 		if err := s.Transact(ctx, func(tx runtime.Tx) error { commitErr = tx.KVCommit(b); return nil }); err != nil {
 			return fmt.Errorf("%s: transaction: %w", c.name, err)
 		}
-		if err := wantIs(commitErr, c.target, c.name); err != nil {
+		if err := storeWantIs(commitErr, c.target, c.name); err != nil {
 			return err
 		}
 	}
@@ -271,11 +271,11 @@ func checkBadInput(ctx context.Context, s runtime.Store) error {
 			return fmt.Errorf("KVGet of an invalid key: got %v, want ErrInvalid", err)
 		}
 		_, err := tx.KVList("", "", "", 10)
-		return wantIs(err, runtime.ErrInvalid, "KVList of an empty namespace")
+		return storeWantIs(err, runtime.ErrInvalid, "KVList of an empty namespace")
 	}); err != nil {
 		return err
 	}
-	entries, err := view(ctx, s, func(tx runtime.ReadTx) ([]runtime.KVEntry, error) { return tx.KVList("sample", "", "", 100) })
+	entries, err := storeView(ctx, s, func(tx runtime.ReadTx) ([]runtime.KVEntry, error) { return tx.KVList("sample", "", "", 100) })
 	if err != nil || len(entries) != 0 {
 		return fmt.Errorf("refused batches wrote %d entries (%v)", len(entries), err)
 	}
@@ -298,17 +298,17 @@ func checkBadInput(ctx context.Context, s runtime.Store) error {
 		{"a scope with a control character", func(e *runtime.Envelope) { e.ScopeID = "scope\x00" }, runtime.ErrInvalid},
 	}
 	for _, c := range evBad {
-		env := sampleEnvelope("bad")
+		env := storeSampleEnvelope("bad")
 		c.change(&env)
 		var acceptErr error
 		if err := s.Transact(ctx, func(tx runtime.Tx) error { _, _, acceptErr = tx.AcceptEvent(env); return nil }); err != nil {
 			return fmt.Errorf("%s: transaction: %w", c.name, err)
 		}
-		if err := wantIs(acceptErr, c.target, "an envelope with "+c.name); err != nil {
+		if err := storeWantIs(acceptErr, c.target, "an envelope with "+c.name); err != nil {
 			return err
 		}
 	}
-	if seq, err := latest(ctx, s); err != nil || seq != 0 {
+	if seq, err := storeLatest(ctx, s); err != nil || seq != 0 {
 		return fmt.Errorf("refused envelopes were accepted: LatestSequence = %d (%v)", seq, err)
 	}
 
@@ -337,7 +337,7 @@ func checkBadInput(ctx context.Context, s runtime.Store) error {
 			return err
 		}},
 		{"a lease without a TTL", func(tx runtime.Tx) error {
-			_, err := tx.AcquireLease(runtime.LeaseRequest{Name: "l", Holder: "h", Now: t0})
+			_, err := tx.AcquireLease(runtime.LeaseRequest{Name: "l", Holder: "h", Now: storeT0})
 			return err
 		}},
 		{"a tool result that is not JSON", func(tx runtime.Tx) error {
@@ -350,7 +350,7 @@ func checkBadInput(ctx context.Context, s runtime.Store) error {
 		if err := s.Transact(ctx, func(tx runtime.Tx) error { opErr = r.fn(tx); return nil }); err != nil {
 			return fmt.Errorf("%s: transaction: %w", r.name, err)
 		}
-		if err := wantIs(opErr, runtime.ErrInvalid, r.name); err != nil {
+		if err := storeWantIs(opErr, runtime.ErrInvalid, r.name); err != nil {
 			return err
 		}
 	}

@@ -13,10 +13,10 @@ import (
 	"github.com/open-conduit/open-conduit/runtime"
 )
 
-// t0 is the suite's fixed clock reading for leases, timers and deadlines.
-var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+// storeT0 is the suite's fixed clock reading for leases, timers and deadlines.
+var storeT0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-func putWork(ctx context.Context, s runtime.Store, w runtime.Work) (runtime.Work, error) {
+func storePutWork(ctx context.Context, s runtime.Store, w runtime.Work) (runtime.Work, error) {
 	var stored runtime.Work
 	err := s.Transact(ctx, func(tx runtime.Tx) error {
 		var err error
@@ -34,14 +34,14 @@ func checkWorkRevisions(ctx context.Context, s runtime.Store) error {
 		Context:         json.RawMessage(`{"item":7}`),
 		Grants:          []string{"sample.comment"},
 	}
-	created, err := putWork(ctx, s, w)
+	created, err := storePutWork(ctx, s, w)
 	if err != nil {
 		return fmt.Errorf("create: %w", err)
 	}
 	if created.Revision != 1 {
 		return fmt.Errorf("a created Work has revision %d, want 1", created.Revision)
 	}
-	read, err := view(ctx, s, func(tx runtime.ReadTx) (runtime.Work, error) { return tx.Work("w-1") })
+	read, err := storeView(ctx, s, func(tx runtime.ReadTx) (runtime.Work, error) { return tx.Work("w-1") })
 	if err != nil {
 		return err
 	}
@@ -50,27 +50,27 @@ func checkWorkRevisions(ctx context.Context, s runtime.Store) error {
 		!bytes.Equal(read.Display, w.Display) || !bytes.Equal(read.Context, w.Context) {
 		return fmt.Errorf("Work read back as %+v, want %+v at revision 1", read, w)
 	}
-	if _, err := putWork(ctx, s, w); !errors.Is(err, runtime.ErrConflict) {
+	if _, err := storePutWork(ctx, s, w); !errors.Is(err, runtime.ErrConflict) {
 		return fmt.Errorf("creating an existing Work: got %v, want ErrConflict", err)
 	}
 	update := read
 	update.State = runtime.WorkRunning
 	update.CorrelationKeys = []string{"item:7"}
-	updated, err := putWork(ctx, s, update)
+	updated, err := storePutWork(ctx, s, update)
 	if err != nil || updated.Revision != 2 {
 		return fmt.Errorf("update at the current revision: revision %d, %v; want 2", updated.Revision, err)
 	}
 	stale := read
 	stale.State = runtime.WorkFailed
-	if _, err := putWork(ctx, s, stale); !errors.Is(err, runtime.ErrConflict) {
+	if _, err := storePutWork(ctx, s, stale); !errors.Is(err, runtime.ErrConflict) {
 		return fmt.Errorf("update at a stale revision: got %v, want ErrConflict", err)
 	}
-	if got, _ := view(ctx, s, func(tx runtime.ReadTx) (runtime.Work, error) { return tx.Work("w-1") }); got.State != runtime.WorkRunning || got.Revision != 2 {
+	if got, _ := storeView(ctx, s, func(tx runtime.ReadTx) (runtime.Work, error) { return tx.Work("w-1") }); got.State != runtime.WorkRunning || got.Revision != 2 {
 		return fmt.Errorf("a stale update changed the Work: %+v", got)
 	}
 	missing := w
 	missing.ID, missing.Revision = "w-missing", 3
-	if _, err := putWork(ctx, s, missing); !errors.Is(err, runtime.ErrNotFound) {
+	if _, err := storePutWork(ctx, s, missing); !errors.Is(err, runtime.ErrNotFound) {
 		return fmt.Errorf("updating an absent Work: got %v, want ErrNotFound", err)
 	}
 	others := []runtime.Work{
@@ -79,7 +79,7 @@ func checkWorkRevisions(ctx context.Context, s runtime.Store) error {
 		{ID: "w-4", ScopeID: "scope-a", Kind: "sample.review", State: runtime.WorkPending},
 	}
 	for _, o := range others {
-		if _, err := putWork(ctx, s, o); err != nil {
+		if _, err := storePutWork(ctx, s, o); err != nil {
 			return err
 		}
 	}
@@ -96,7 +96,7 @@ func checkWorkRevisions(ctx context.Context, s runtime.Store) error {
 		{runtime.WorkFilter{ScopeID: "scope-a", After: "w-1", Limit: 1}, []string{"w-2"}},
 	}
 	for _, c := range cases {
-		got, err := view(ctx, s, func(tx runtime.ReadTx) ([]runtime.Work, error) { return tx.Works(c.filter) })
+		got, err := storeView(ctx, s, func(tx runtime.ReadTx) ([]runtime.Work, error) { return tx.Works(c.filter) })
 		if err != nil {
 			return fmt.Errorf("Works(%+v): %w", c.filter, err)
 		}
@@ -116,12 +116,12 @@ func checkLeaseFencing(ctx context.Context, s runtime.Store) error {
 	var first runtime.Lease
 	err := s.Transact(ctx, func(tx runtime.Tx) error {
 		var err error
-		if first, err = tx.AcquireLease(runtime.LeaseRequest{Name: "work/w-1", Holder: "observer-1", Now: t0, TTL: ttl}); err != nil {
+		if first, err = tx.AcquireLease(runtime.LeaseRequest{Name: "work/w-1", Holder: "observer-1", Now: storeT0, TTL: ttl}); err != nil {
 			return err
 		}
 		_, err = tx.PutExecution(runtime.Execution{
 			ID: "x-1", WorkID: "w-1", Attempt: 1, Executor: "sample.exec", Lease: "work/w-1", Epoch: first.Epoch,
-			State: runtime.ExecutionRunning, Recovery: json.RawMessage(`{"pid":1}`), StartedAt: t0,
+			State: runtime.ExecutionRunning, Recovery: json.RawMessage(`{"pid":1}`), StartedAt: storeT0,
 		})
 		return err
 	})
@@ -139,16 +139,16 @@ func checkLeaseFencing(ctx context.Context, s runtime.Store) error {
 		return opErr
 	}
 	err = try("acquire held", func(tx runtime.Tx) error {
-		_, err := tx.AcquireLease(runtime.LeaseRequest{Name: "work/w-1", Holder: "observer-2", Now: t0.Add(time.Second), TTL: ttl})
+		_, err := tx.AcquireLease(runtime.LeaseRequest{Name: "work/w-1", Holder: "observer-2", Now: storeT0.Add(time.Second), TTL: ttl})
 		return err
 	})
-	if err := wantIs(err, runtime.ErrConflict, "acquiring a lease another holder holds live"); err != nil {
+	if err := storeWantIs(err, runtime.ErrConflict, "acquiring a lease another holder holds live"); err != nil {
 		return err
 	}
 	var second runtime.Lease
 	err = try("supersede", func(tx runtime.Tx) error {
 		var err error
-		second, err = tx.AcquireLease(runtime.LeaseRequest{Name: "work/w-1", Holder: "observer-2", Now: t0.Add(time.Second), TTL: ttl, Supersede: true})
+		second, err = tx.AcquireLease(runtime.LeaseRequest{Name: "work/w-1", Holder: "observer-2", Now: storeT0.Add(time.Second), TTL: ttl, Supersede: true})
 		return err
 	})
 	if err != nil {
@@ -169,17 +169,17 @@ func checkLeaseFencing(ctx context.Context, s runtime.Store) error {
 			return err
 		},
 		"RenewLease": func(tx runtime.Tx) error {
-			_, err := tx.RenewLease("work/w-1", first.Epoch, t0.Add(2*time.Second), ttl)
+			_, err := tx.RenewLease("work/w-1", first.Epoch, storeT0.Add(2*time.Second), ttl)
 			return err
 		},
 		"ReleaseLease": func(tx runtime.Tx) error { return tx.ReleaseLease("work/w-1", first.Epoch) },
 	}
 	for _, name := range slices.Sorted(maps.Keys(fenced)) {
-		if err := wantIs(try(name, fenced[name]), runtime.ErrConflict, name+" at a superseded epoch"); err != nil {
+		if err := storeWantIs(try(name, fenced[name]), runtime.ErrConflict, name+" at a superseded epoch"); err != nil {
 			return err
 		}
 	}
-	x, err := view(ctx, s, func(tx runtime.ReadTx) (runtime.Execution, error) { return tx.Execution("x-1") })
+	x, err := storeView(ctx, s, func(tx runtime.ReadTx) (runtime.Execution, error) { return tx.Execution("x-1") })
 	if err != nil {
 		return err
 	}
@@ -194,7 +194,7 @@ func checkLeaseFencing(ctx context.Context, s runtime.Store) error {
 		if err := tx.PersistRecovery("x-1", second.Epoch, []byte(`{"pid":2}`)); err != nil {
 			return err
 		}
-		if _, err := tx.RenewLease("work/w-1", second.Epoch, t0.Add(3*time.Second), ttl); err != nil {
+		if _, err := tx.RenewLease("work/w-1", second.Epoch, storeT0.Add(3*time.Second), ttl); err != nil {
 			return err
 		}
 		return tx.ReleaseLease("work/w-1", second.Epoch)
@@ -202,18 +202,18 @@ func checkLeaseFencing(ctx context.Context, s runtime.Store) error {
 	if err != nil {
 		return fmt.Errorf("writes at the current epoch: %w", err)
 	}
-	x, err = view(ctx, s, func(tx runtime.ReadTx) (runtime.Execution, error) { return tx.Execution("x-1") })
+	x, err = storeView(ctx, s, func(tx runtime.ReadTx) (runtime.Execution, error) { return tx.Execution("x-1") })
 	if err != nil || string(x.Recovery) != `{"pid":2}` {
 		return fmt.Errorf("recovery after a fenced persist = %s (%v), want {\"pid\":2}", x.Recovery, err)
 	}
 	err = try("after release", func(tx runtime.Tx) error { return tx.CheckLease("work/w-1", second.Epoch) })
-	if err := wantIs(err, runtime.ErrConflict, "a released epoch"); err != nil {
+	if err := storeWantIs(err, runtime.ErrConflict, "a released epoch"); err != nil {
 		return err
 	}
 	var third runtime.Lease
 	err = try("acquire released", func(tx runtime.Tx) error {
 		var err error
-		third, err = tx.AcquireLease(runtime.LeaseRequest{Name: "work/w-1", Holder: "observer-3", Now: t0.Add(4 * time.Second), TTL: ttl})
+		third, err = tx.AcquireLease(runtime.LeaseRequest{Name: "work/w-1", Holder: "observer-3", Now: storeT0.Add(4 * time.Second), TTL: ttl})
 		return err
 	})
 	if err != nil || third.Epoch <= second.Epoch {
@@ -223,7 +223,7 @@ func checkLeaseFencing(ctx context.Context, s runtime.Store) error {
 	var fourth runtime.Lease
 	err = try("acquire expired", func(tx runtime.Tx) error {
 		var err error
-		fourth, err = tx.AcquireLease(runtime.LeaseRequest{Name: "work/w-1", Holder: "observer-4", Now: t0.Add(time.Hour), TTL: ttl})
+		fourth, err = tx.AcquireLease(runtime.LeaseRequest{Name: "work/w-1", Holder: "observer-4", Now: storeT0.Add(time.Hour), TTL: ttl})
 		return err
 	})
 	if err != nil || fourth.Epoch <= third.Epoch {
@@ -233,15 +233,15 @@ func checkLeaseFencing(ctx context.Context, s runtime.Store) error {
 		_, err := tx.PutExecution(runtime.Execution{ID: "x-2", WorkID: "w-1", State: runtime.ExecutionRunning})
 		return err
 	})
-	return wantIs(err, runtime.ErrInvalid, "an Execution without a lease")
+	return storeWantIs(err, runtime.ErrInvalid, "an Execution without a lease")
 }
 
 func checkTimers(ctx context.Context, s runtime.Store) error {
 	err := s.Transact(ctx, func(tx runtime.Tx) error {
 		for _, tm := range []runtime.Timer{
-			{Key: "t-late", Kind: "sample.daily", Due: t0.Add(time.Hour), Recurrence: "0 9 * * *"},
-			{Key: "t-early", ScopeID: "scope-a", WorkID: "w-1", Due: t0.Add(time.Minute), Payload: json.RawMessage(`{"n":1}`)},
-			{Key: "t-due", Due: t0},
+			{Key: "t-late", Kind: "sample.daily", Due: storeT0.Add(time.Hour), Recurrence: "0 9 * * *"},
+			{Key: "t-early", ScopeID: "scope-a", WorkID: "w-1", Due: storeT0.Add(time.Minute), Payload: json.RawMessage(`{"n":1}`)},
+			{Key: "t-due", Due: storeT0},
 		} {
 			if _, err := tx.ArmTimer(tm); err != nil {
 				return err
@@ -253,28 +253,28 @@ func checkTimers(ctx context.Context, s runtime.Store) error {
 		return err
 	}
 	due := func(at time.Time) ([]string, error) {
-		tms, err := view(ctx, s, func(tx runtime.ReadTx) ([]runtime.Timer, error) { return tx.DueTimers(at, 10) })
+		tms, err := storeView(ctx, s, func(tx runtime.ReadTx) ([]runtime.Timer, error) { return tx.DueTimers(at, 10) })
 		var keys []string
 		for _, tm := range tms {
 			keys = append(keys, tm.Key)
 		}
 		return keys, err
 	}
-	if got, err := due(t0.Add(time.Minute)); err != nil || !slices.Equal(got, []string{"t-due", "t-early"}) {
-		return fmt.Errorf("DueTimers(t0+1m) = %v, %v; want [t-due t-early] (earliest first, at or before)", got, err)
+	if got, err := due(storeT0.Add(time.Minute)); err != nil || !slices.Equal(got, []string{"t-due", "t-early"}) {
+		return fmt.Errorf("DueTimers(storeT0+1m) = %v, %v; want [t-due t-early] (earliest first, at or before)", got, err)
 	}
 	err = s.Transact(ctx, func(tx runtime.Tx) error {
-		_, err := tx.ArmTimer(runtime.Timer{Key: "t-early", Due: t0.Add(2 * time.Hour)})
+		_, err := tx.ArmTimer(runtime.Timer{Key: "t-early", Due: storeT0.Add(2 * time.Hour)})
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	if got, err := due(t0.Add(90 * time.Minute)); err != nil || !slices.Equal(got, []string{"t-due", "t-late"}) {
-		return fmt.Errorf("after re-arming t-early, DueTimers(t0+90m) = %v, %v; want [t-due t-late]", got, err)
+	if got, err := due(storeT0.Add(90 * time.Minute)); err != nil || !slices.Equal(got, []string{"t-due", "t-late"}) {
+		return fmt.Errorf("after re-arming t-early, DueTimers(storeT0+90m) = %v, %v; want [t-due t-late]", got, err)
 	}
-	tm, err := view(ctx, s, func(tx runtime.ReadTx) (runtime.Timer, error) { return tx.Timer("t-late") })
-	if err != nil || tm.Recurrence != "0 9 * * *" || tm.Kind != "sample.daily" || !tm.Due.Equal(t0.Add(time.Hour)) {
+	tm, err := storeView(ctx, s, func(tx runtime.ReadTx) (runtime.Timer, error) { return tx.Timer("t-late") })
+	if err != nil || tm.Recurrence != "0 9 * * *" || tm.Kind != "sample.daily" || !tm.Due.Equal(storeT0.Add(time.Hour)) {
 		return fmt.Errorf("Timer(t-late) = %+v, %v", tm, err)
 	}
 	var first, second bool
@@ -289,14 +289,14 @@ func checkTimers(ctx context.Context, s runtime.Store) error {
 	if err != nil || !first || second {
 		return fmt.Errorf("cancelling twice: %v then %v (%v); want true then false", first, second, err)
 	}
-	if got, err := due(t0.Add(3 * time.Hour)); err != nil || !slices.Equal(got, []string{"t-late", "t-early"}) {
+	if got, err := due(storeT0.Add(3 * time.Hour)); err != nil || !slices.Equal(got, []string{"t-late", "t-early"}) {
 		return fmt.Errorf("after cancelling t-due, DueTimers = %v, %v; want [t-late t-early]", got, err)
 	}
-	_, err = view(ctx, s, func(tx runtime.ReadTx) (runtime.Timer, error) { return tx.Timer("t-due") })
-	return wantIs(err, runtime.ErrNotFound, "a cancelled timer")
+	_, err = storeView(ctx, s, func(tx runtime.ReadTx) (runtime.Timer, error) { return tx.Timer("t-due") })
+	return storeWantIs(err, runtime.ErrNotFound, "a cancelled timer")
 }
 
-func putWait(ctx context.Context, s runtime.Store, w runtime.Wait) (runtime.Wait, error) {
+func storePutWait(ctx context.Context, s runtime.Store, w runtime.Wait) (runtime.Wait, error) {
 	var stored runtime.Wait
 	err := s.Transact(ctx, func(tx runtime.Tx) error {
 		var err error
@@ -308,64 +308,64 @@ func putWait(ctx context.Context, s runtime.Store, w runtime.Wait) (runtime.Wait
 
 func checkWaits(ctx context.Context, s runtime.Store) error {
 	first := runtime.Wait{ID: "wait-1", WorkID: "w-1", Keys: []string{"item:7", "review:3"}, Target: "job:nightly",
-		Description: "waiting for review", Owner: "sample", State: runtime.WaitActive, Deadline: t0.Add(time.Hour)}
-	if _, err := putWait(ctx, s, first); err != nil {
+		Description: "waiting for review", Owner: "sample", State: runtime.WaitActive, Deadline: storeT0.Add(time.Hour)}
+	if _, err := storePutWait(ctx, s, first); err != nil {
 		return err
 	}
-	if _, err := putWait(ctx, s, runtime.Wait{ID: "wait-2", WorkID: "w-1", State: runtime.WaitActive}); !errors.Is(err, runtime.ErrConflict) {
+	if _, err := storePutWait(ctx, s, runtime.Wait{ID: "wait-2", WorkID: "w-1", State: runtime.WaitActive}); !errors.Is(err, runtime.ErrConflict) {
 		return fmt.Errorf("a second active Wait on one Work: got %v, want ErrConflict", err)
 	}
-	if _, err := putWait(ctx, s, runtime.Wait{ID: "wait-3", WorkID: "w-2", Keys: []string{"item:7"}, State: runtime.WaitActive}); err != nil {
+	if _, err := storePutWait(ctx, s, runtime.Wait{ID: "wait-3", WorkID: "w-2", Keys: []string{"item:7"}, State: runtime.WaitActive}); err != nil {
 		return fmt.Errorf("an active Wait on another Work: %w", err)
 	}
 	err := s.Transact(ctx, func(tx runtime.Tx) error { return tx.SetWaitProgress("wait-1", "intruder", "hijacked") })
-	if err := wantIs(err, runtime.ErrConflict, "progress set by someone other than the owner"); err != nil {
+	if err := storeWantIs(err, runtime.ErrConflict, "progress set by someone other than the owner"); err != nil {
 		return err
 	}
 	if err := s.Transact(ctx, func(tx runtime.Tx) error { return tx.SetWaitProgress("wait-1", "sample", "2 of 3 approvals") }); err != nil {
 		return fmt.Errorf("progress set by the owner: %w", err)
 	}
-	active, err := view(ctx, s, func(tx runtime.ReadTx) (runtime.Wait, error) { return tx.ActiveWait("w-1") })
+	active, err := storeView(ctx, s, func(tx runtime.ReadTx) (runtime.Wait, error) { return tx.ActiveWait("w-1") })
 	if err != nil || active.ID != "wait-1" || active.Progress != "2 of 3 approvals" || active.Target != "job:nightly" ||
 		!slices.Equal(active.Keys, first.Keys) || !active.Deadline.Equal(first.Deadline) {
 		return fmt.Errorf("ActiveWait(w-1) = %+v, %v", active, err)
 	}
-	byKey, err := view(ctx, s, func(tx runtime.ReadTx) ([]runtime.Wait, error) { return tx.WaitsForKey("item:7") })
+	byKey, err := storeView(ctx, s, func(tx runtime.ReadTx) ([]runtime.Wait, error) { return tx.WaitsForKey("item:7") })
 	if err != nil || len(byKey) != 2 {
 		return fmt.Errorf("WaitsForKey(item:7) = %d waits, %v; want 2", len(byKey), err)
 	}
 	satisfied := active
-	satisfied.State, satisfied.ResolvedAt = runtime.WaitSatisfied, t0.Add(time.Minute)
-	if _, err := putWait(ctx, s, satisfied); err != nil {
+	satisfied.State, satisfied.ResolvedAt = runtime.WaitSatisfied, storeT0.Add(time.Minute)
+	if _, err := storePutWait(ctx, s, satisfied); err != nil {
 		return err
 	}
-	if _, err := view(ctx, s, func(tx runtime.ReadTx) (runtime.Wait, error) { return tx.ActiveWait("w-1") }); !errors.Is(err, runtime.ErrNotFound) {
+	if _, err := storeView(ctx, s, func(tx runtime.ReadTx) (runtime.Wait, error) { return tx.ActiveWait("w-1") }); !errors.Is(err, runtime.ErrNotFound) {
 		return fmt.Errorf("ActiveWait after the Wait was satisfied: got %v, want ErrNotFound", err)
 	}
-	byKey, err = view(ctx, s, func(tx runtime.ReadTx) ([]runtime.Wait, error) { return tx.WaitsForKey("review:3") })
+	byKey, err = storeView(ctx, s, func(tx runtime.ReadTx) ([]runtime.Wait, error) { return tx.WaitsForKey("review:3") })
 	if err != nil || len(byKey) != 0 {
 		return fmt.Errorf("WaitsForKey lists a satisfied Wait: %d, %v", len(byKey), err)
 	}
-	if _, err := putWait(ctx, s, runtime.Wait{ID: "wait-4", WorkID: "w-1", State: runtime.WaitActive}); err != nil {
+	if _, err := storePutWait(ctx, s, runtime.Wait{ID: "wait-4", WorkID: "w-1", State: runtime.WaitActive}); err != nil {
 		return fmt.Errorf("a new active Wait once the old one was satisfied: %w", err)
 	}
-	all, err := view(ctx, s, func(tx runtime.ReadTx) ([]runtime.Wait, error) { return tx.Waits("w-1") })
+	all, err := storeView(ctx, s, func(tx runtime.ReadTx) ([]runtime.Wait, error) { return tx.Waits("w-1") })
 	if err != nil || len(all) != 2 {
 		return fmt.Errorf("Waits(w-1) = %d, %v; want 2", len(all), err)
 	}
 	err = s.Transact(ctx, func(tx runtime.Tx) error { return tx.SetWaitProgress("wait-1", "sample", "late") })
-	return wantIs(err, runtime.ErrConflict, "progress on a satisfied Wait")
+	return storeWantIs(err, runtime.ErrConflict, "progress on a satisfied Wait")
 }
 
 func checkTransactionRollback(ctx context.Context, s runtime.Store) error {
 	write := func(tx runtime.Tx, delivery string) error {
-		if _, _, err := tx.AcceptEvent(sampleEnvelope(delivery)); err != nil {
+		if _, _, err := tx.AcceptEvent(storeSampleEnvelope(delivery)); err != nil {
 			return err
 		}
 		return tx.KVCommit(runtime.KVBatch{Puts: []runtime.KVPut{{Namespace: "sample", Key: delivery, Value: []byte("v")}}})
 	}
 	kept := func(delivery string) (bool, error) {
-		return view(ctx, s, func(tx runtime.ReadTx) (bool, error) {
+		return storeView(ctx, s, func(tx runtime.ReadTx) (bool, error) {
 			_, errEv := tx.EventByDelivery("ingress.sample", delivery)
 			_, found, err := tx.KVGet("sample", delivery)
 			if err != nil {
@@ -437,7 +437,7 @@ func checkTransactionRollback(ctx context.Context, s runtime.Store) error {
 }
 
 func checkToolResults(ctx context.Context, s runtime.Store) error {
-	put := func(r runtime.ToolResult) (runtime.ToolResult, bool, error) {
+	putResult := func(r runtime.ToolResult) (runtime.ToolResult, bool, error) {
 		var (
 			stored runtime.ToolResult
 			added  bool
@@ -449,20 +449,20 @@ func checkToolResults(ctx context.Context, s runtime.Store) error {
 		})
 		return stored, added, err
 	}
-	first, added, err := put(runtime.ToolResult{RequestID: "req-1", Operation: "sample.comment", Result: json.RawMessage(`{"comment":1}`)})
+	first, added, err := putResult(runtime.ToolResult{RequestID: "req-1", Operation: "sample.comment", Result: json.RawMessage(`{"comment":1}`)})
 	if err != nil || !added {
 		return fmt.Errorf("first result: added=%v %v", added, err)
 	}
-	replay, added, err := put(runtime.ToolResult{RequestID: "req-1", Operation: "sample.comment", Result: json.RawMessage(`{"comment":2}`)})
+	replay, added, err := putResult(runtime.ToolResult{RequestID: "req-1", Operation: "sample.comment", Result: json.RawMessage(`{"comment":2}`)})
 	if err != nil || added || string(replay.Result) != `{"comment":1}` {
 		return fmt.Errorf("a second result under one request ID: added=%v result=%s %v; want the first, not added", added, replay.Result, err)
 	}
-	read, err := view(ctx, s, func(tx runtime.ReadTx) (runtime.ToolResult, error) { return tx.ToolResult("req-1") })
+	read, err := storeView(ctx, s, func(tx runtime.ReadTx) (runtime.ToolResult, error) { return tx.ToolResult("req-1") })
 	if err != nil || string(read.Result) != string(first.Result) || read.Operation != "sample.comment" {
 		return fmt.Errorf("ToolResult(req-1) = %+v, %v", read, err)
 	}
-	_, err = view(ctx, s, func(tx runtime.ReadTx) (runtime.ToolResult, error) { return tx.ToolResult("req-2") })
-	return wantIs(err, runtime.ErrNotFound, "an unknown request ID")
+	_, err = storeView(ctx, s, func(tx runtime.ReadTx) (runtime.ToolResult, error) { return tx.ToolResult("req-2") })
+	return storeWantIs(err, runtime.ErrNotFound, "an unknown request ID")
 }
 
 func checkScopesAndArtifacts(ctx context.Context, s runtime.Store) error {
@@ -483,15 +483,15 @@ func checkScopesAndArtifacts(ctx context.Context, s runtime.Store) error {
 	if err != nil {
 		return err
 	}
-	scopes, err := view(ctx, s, func(tx runtime.ReadTx) ([]runtime.Scope, error) { return tx.Scopes() })
+	scopes, err := storeView(ctx, s, func(tx runtime.ReadTx) ([]runtime.Scope, error) { return tx.Scopes() })
 	if err != nil || len(scopes) != 2 || scopes[0].ID != "scope-a" || string(scopes[0].Config) != `{"routes":[]}` {
 		return fmt.Errorf("Scopes() = %+v, %v", scopes, err)
 	}
-	a, err := view(ctx, s, func(tx runtime.ReadTx) (runtime.Artifact, error) { return tx.Artifact("a-1") })
+	a, err := storeView(ctx, s, func(tx runtime.ReadTx) (runtime.Artifact, error) { return tx.Artifact("a-1") })
 	if err != nil || a.Digest != digest || a.Size != 16 || a.Name != "log.txt" {
 		return fmt.Errorf("Artifact(a-1) = %+v, %v", a, err)
 	}
-	list, err := view(ctx, s, func(tx runtime.ReadTx) ([]runtime.Artifact, error) { return tx.Artifacts("w-1") })
+	list, err := storeView(ctx, s, func(tx runtime.ReadTx) ([]runtime.Artifact, error) { return tx.Artifacts("w-1") })
 	if err != nil || len(list) != 1 {
 		return fmt.Errorf("Artifacts(w-1) = %d, %v; want 1", len(list), err)
 	}
@@ -499,5 +499,5 @@ func checkScopesAndArtifacts(ctx context.Context, s runtime.Store) error {
 		_, err := tx.PutArtifact(runtime.Artifact{ID: "a-1", Digest: digest})
 		return err
 	})
-	return wantIs(err, runtime.ErrConflict, "recording an artifact ID twice")
+	return storeWantIs(err, runtime.ErrConflict, "recording an artifact ID twice")
 }

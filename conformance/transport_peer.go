@@ -136,9 +136,10 @@ type upload struct {
 
 // ServeTransportPeer serves p on r and w until the stream ends or ctx is
 // done, and returns why the connection ended (an error wrapping
-// jsonrpc.ErrTransport).
+// jsonrpc.ErrTransport). The peer's handlers keep no raw params, so the
+// connection reuses their memory (jsonrpc.Options.ReuseParams).
 func ServeTransportPeer(ctx context.Context, r io.Reader, w io.Writer, p *TransportPeer) error {
-	conn := jsonrpc.NewConn(r, w, p.Handler(), &jsonrpc.Options{DecodeError: decodeWireError})
+	conn := jsonrpc.NewConn(r, w, p.Handler(), &jsonrpc.Options{DecodeError: decodeWireError, ReuseParams: true})
 	select {
 	case <-conn.Done():
 	case <-ctx.Done():

@@ -15,6 +15,10 @@ type Conn interface {
 	Call(ctx context.Context, method string, params, result any) error
 	CallInTx(ctx context.Context, method string, params, result any) error
 	Manifest() *protocol.Manifest
+	// Service is the host service bound to the package.
+	Service() *Service
+	// Generation changes whenever the package's process is replaced.
+	Generation() uint64
 }
 
 var (
@@ -77,3 +81,6 @@ func (a *Attached) Manifest() *protocol.Manifest { return a.svc.cfg.Manifest }
 
 // Service is the host service the extension calls.
 func (a *Attached) Service() *Service { return a.svc }
+
+// Generation is constant: an attached extension is never restarted.
+func (a *Attached) Generation() uint64 { return 1 }

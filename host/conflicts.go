@@ -111,41 +111,44 @@ const hostOwner = "open-conduit"
 // may be admitted, and otherwise every conflict joined (each an
 // error wrapping ErrConflictingNames): then none may be admitted.
 func CheckConflicts(pkgs []Package, host HostNames) error {
-	owners := map[Kind]map[string][]string{}
-	claim := func(k Kind, name, owner string) {
+	// owners[kind][name] lists the claimants; each package claims a name
+	// once, so the same package listed twice conflicts with itself.
+	type claimant struct {
+		label string
+		index int // -1 for the host
+	}
+	owners := map[Kind]map[string][]claimant{}
+	claim := func(k Kind, name string, c claimant) {
 		if owners[k] == nil {
-			owners[k] = map[string][]string{}
+			owners[k] = map[string][]claimant{}
 		}
-		if !slices.Contains(owners[k][name], owner) {
-			owners[k][name] = append(owners[k][name], owner)
+		if !slices.Contains(owners[k][name], c) {
+			owners[k][name] = append(owners[k][name], c)
 		}
 	}
+	hostClaim := claimant{hostOwner, -1}
 	for _, r := range protocol.ReservedNames() {
-		claim(KindName, r, hostOwner)
+		claim(KindName, r, hostClaim)
 	}
 	for k, names := range host {
 		for _, n := range names {
-			claim(k, n, hostOwner)
+			claim(k, n, hostClaim)
 		}
 	}
 	var errs []error
-	for _, p := range pkgs {
+	for i, p := range pkgs {
 		if p.Manifest == nil {
 			errs = append(errs, fmt.Errorf("%w: package %q has no manifest", ErrConflictingNames, p.Name))
 			continue
 		}
 		for k, names := range Names(p.Manifest) {
 			for _, n := range names {
-				claim(k, n, p.Manifest.Name)
-			}
-		}
-		// A name owned under a reserved name ("os-x", "core.y") is the
-		// host's, whatever its kind.
-		for k, names := range Names(p.Manifest) {
-			for _, n := range names {
+				claim(k, n, claimant{p.Manifest.Name, i})
+				// A name owned under a reserved name ("os-x", "core.y")
+				// is the host's, whatever its kind.
 				for _, r := range protocol.ReservedNames() {
 					if protocol.OwnsName(r, n) || protocol.OwnsDotted(r, n) || protocol.SourceNamespace(r, n) {
-						claim(k, n, hostOwner)
+						claim(k, n, hostClaim)
 					}
 				}
 			}
@@ -158,8 +161,12 @@ func CheckConflicts(pkgs []Package, host HostNames) error {
 		}
 		slices.Sort(names)
 		for _, n := range names {
-			if o := owners[k][n]; len(o) > 1 {
-				errs = append(errs, Conflict{Kind: k, Name: n, Owners: o})
+			if cs := owners[k][n]; len(cs) > 1 {
+				labels := make([]string, len(cs))
+				for i, c := range cs {
+					labels[i] = c.label
+				}
+				errs = append(errs, Conflict{Kind: k, Name: n, Owners: labels})
 			}
 		}
 	}

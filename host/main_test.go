@@ -13,6 +13,7 @@ import (
 
 	"github.com/open-conduit/open-conduit/protocol"
 	"github.com/open-conduit/open-conduit/protocol/jsonrpc"
+	"github.com/open-conduit/open-conduit/protocol/sdk"
 )
 
 // The test binary re-runs itself as an extension: a package's command is
@@ -28,7 +29,8 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// childModes: "good" serves the test methods; the others change one thing.
+// childModes: "sdk" and "sdk-runner" serve adaptExtension and
+// runnerExtension with sdk.Serve; "good" serves the test methods; the others change one thing.
 //
 //	bad-version     initialize answers protocol version 99
 //	no-version      initialize is refused with unsupported_protocol_version
@@ -39,6 +41,19 @@ func TestMain(m *testing.M) {
 //	stderr-flood    writes 2 MiB to stderr before it serves
 //	fail-start      exits before it answers initialize
 func runChild(mode string) {
+	if mode == "sdk" || mode == "sdk-runner" {
+		raw, err := os.ReadFile(protocol.ManifestFile)
+		if err == nil && mode == "sdk" {
+			err = sdk.Serve(adaptExtension(raw))
+		} else if err == nil {
+			err = sdk.Serve(runnerExtension(raw))
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
 	if mode == "stderr-flood" {
 		chunk := strings.Repeat("x", 1023) + "\n"
 		for range 2048 {
@@ -133,6 +148,12 @@ func runChild(mode string) {
 		"test.stray": func(ctx context.Context, req *jsonrpc.Request) (any, error) {
 			os.Stdout.WriteString("debug: this is not JSON\n")
 			select {}
+		},
+		// test.reenter calls back to the host while the host's call is
+		// outstanding and answers the code it got.
+		"test.reenter": func(ctx context.Context, req *jsonrpc.Request) (any, error) {
+			err := conn.Call(ctx, "kv.get", protocol.KVGetParams{Namespace: "x", Key: "k"}, nil)
+			return map[string]string{"code": string(protocol.CodeOf(err))}, nil
 		},
 		"test.hang": func(ctx context.Context, req *jsonrpc.Request) (any, error) {
 			select {}

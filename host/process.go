@@ -144,6 +144,7 @@ type Process struct {
 	ready    chan struct{} // closed (and replaced) at every state change
 	err      error         // the refusal, or the last start error
 	restarts int
+	gen      uint64 // counts successful starts
 	version  protocol.Version
 	closing  chan struct{}
 	loopDone chan struct{}
@@ -206,6 +207,17 @@ func (p *Process) Name() string { return p.name }
 
 // Manifest is the package's manifest.
 func (p *Process) Manifest() *protocol.Manifest { return p.cfg.Package.Manifest }
+
+// Service is the host service the package calls (nil when none).
+func (p *Process) Service() *Service { return p.cfg.Service }
+
+// Generation counts the package's successful starts: it changes at every
+// restart, so an adapter notices that the process it spoke to is gone.
+func (p *Process) Generation() uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.gen
+}
 
 // Status reports the state, the restarts so far and the refusal or last
 // start error.
@@ -421,6 +433,7 @@ func (p *Process) startOnce(ctx context.Context) (*instance, error) {
 	}
 	p.mu.Lock()
 	p.version = version
+	p.gen++
 	p.mu.Unlock()
 	p.logf("started (pid %d, protocol %d)", inst.cmd.Process.Pid, version)
 	return inst, nil
@@ -532,7 +545,12 @@ func (p *Process) running(ctx context.Context, wait bool) (*instance, error) {
 		p.mu.Unlock()
 		switch st {
 		case Running:
-			return cur, nil
+			select {
+			case <-cur.ended:
+				// Crashed; the supervisor has yet to notice. Wait for it.
+			default:
+				return cur, nil
+			}
 		case Refused:
 			return nil, err
 		case Closed:

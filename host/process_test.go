@@ -304,3 +304,20 @@ func TestStartAllRunsHandshakesTogether(t *testing.T) {
 		assert.NoError(t, err, procs[i].Name())
 	}
 }
+
+// TestFaultReentrantCallOverTheWire: an extension that calls the host
+// while serving an in-transaction call is refused with reentrant_call.
+func TestFaultReentrantCallOverTheWire(t *testing.T) {
+	f := newFixture(t)
+	p, _ := f.process("reenter", manifestJSON("reenter", "good", nil, nil))
+	require.NoError(t, p.Start(ctxT(t)))
+	var res struct {
+		Code string `json:"code"`
+	}
+	require.NoError(t, p.CallInTx(ctxT(t), "test.reenter", nil, &res))
+	assert.Equal(t, string(protocol.CodeReentrantCall), res.Code)
+	// Outside an in-transaction call the same callback is served.
+	require.NoError(t, p.Call(ctxT(t), "test.reenter", nil, &res))
+	assert.NotEqual(t, string(protocol.CodeReentrantCall), res.Code)
+	assert.Contains(t, readLog(t, f.state, "reenter"), "refused kv.get")
+}

@@ -528,3 +528,15 @@ func (s *Service) eventAccept(ctx context.Context, p protocol.EventAcceptParams)
 	}
 	return out, err
 }
+
+// Scopes lists the scopes the last configuration generation configured
+// the extension in, sorted.
+func (s *Service) Scopes() []string {
+	g := s.generation()
+	out := make([]string, 0, len(g.scopes))
+	for id := range g.scopes {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
+}

@@ -807,8 +807,8 @@ type ArtifactAbortParams struct {
 // ArtifactAbortResult acknowledges the abort.
 type ArtifactAbortResult struct{}
 
-// messageShapes are the shapes of this file's methods, merged into
-// methodShapes for the generated reference.
+// messageShapes are the shapes of this file's methods; the generated
+// reference reads them with wire.go's (allShapes).
 var messageShapes = map[string]methodShape{
 	"route.match":   {RouteMatchParams{}, RouteMatchResult{}},
 	"route.samples": {RouteSamplesParams{}, RouteSamplesResult{}},

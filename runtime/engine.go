@@ -124,7 +124,33 @@ type Config struct {
 
 // Engine is the coordination core: ingress, routing, scheduling, waits,
 // timers, causal limits, emissions and the toolbelt, over one Store. It is
-// safe for concurrent use.
+// safe for concurrent use. It never holds a store transaction across a call
+// to a driven contract, except the in-transaction callbacks (WorkKindPolicy,
+// Recurrence, DependencyFilter, EmitCommit).
+//
+//   - Ingress (Accept, Push, Reconcile): a push returns only after its
+//     Events are committed; a reconcile scan diffs each page by (item,
+//     version) against the source's snapshot, and only a complete scan
+//     infers absence and stores its checkpoint. Snapshots and checkpoints
+//     live in NamespaceIngress.
+//   - Routing (RoutePending, RouteTrace): Events after the routing cursor
+//     are offered to their scope's routes in order, handlers called on a
+//     snapshot outside any transaction; a match wakes Waits on its
+//     correlation keys and attaches the Event to open Work holding one of
+//     them, or creates Work (display, context and grants on creation;
+//     display replaced on later matches, dropped whole if over a limit).
+//     Each Event's RouteRecord and the cursor live in NamespaceRouting.
+//   - Scheduling (StartPending, Adopt): pending Work starts on its
+//     binding's executor within its pool's capacity, one Execution per
+//     attempt under the lease "work/<id>" at a new epoch; every write on
+//     the attempt's behalf is fenced by that epoch. A crash of the executor
+//     is recovered, a run that cannot be adopted is stopped and retried,
+//     failures retry with exponential backoff (a TimerRetry timer).
+//   - Waits and timers (DeclareWait, SetWaitProgress, ArmTimer, FireDue).
+//   - Emissions and the toolbelt (Emit, Call), with causal limits per chain
+//     kept in NamespaceCausal.
+//
+// Step runs one pass of the background work; Run loops it.
 type Engine struct {
 	cfg     Config
 	store   Store
@@ -132,7 +158,8 @@ type Engine struct {
 	filters map[string]DependencyFilter
 
 	mu      sync.Mutex
-	running map[string]int // running executions by pool
+	running map[string]int         // running executions by pool
+	scans   map[string]*sync.Mutex // one reconcile scan per source at a time
 	kick    chan struct{}
 
 	observers sync.WaitGroup
@@ -191,6 +218,7 @@ func New(cfg Config) (*Engine, error) {
 		clock:   cfg.Clock,
 		filters: map[string]DependencyFilter{},
 		running: map[string]int{},
+		scans:   map[string]*sync.Mutex{},
 		kick:    make(chan struct{}, 1),
 	}
 	for _, op := range cfg.Operations {
@@ -214,41 +242,66 @@ func (e *Engine) Close() {
 func (e *Engine) Drain() { e.observers.Wait() }
 
 // Step runs one pass of the engine's work: fire due timers, route pending
-// Events, start pending Work. Run calls it in a loop; tests call it after
+// Events, start pending Work. A failing phase does not hold up the others;
+// their errors are joined. Run calls it in a loop; tests call it after
 // moving a fake clock.
 func (e *Engine) Step(ctx context.Context) error {
+	var errs []error
 	if _, err := e.FireDue(ctx); err != nil {
-		return fmt.Errorf("fire timers: %w", err)
+		errs = append(errs, fmt.Errorf("fire timers: %w", err))
 	}
 	for {
 		n, err := e.RoutePending(ctx)
 		if err != nil {
-			return fmt.Errorf("route: %w", err)
+			errs = append(errs, fmt.Errorf("route: %w", err))
+			break
 		}
 		if n == 0 {
 			break
 		}
 	}
 	if _, err := e.StartPending(ctx); err != nil {
-		return fmt.Errorf("schedule: %w", err)
+		errs = append(errs, fmt.Errorf("schedule: %w", err))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
+// StepRetry is how long Run waits before retrying a pass that failed (a
+// route handler's error, a recurrence's), absent other wake-ups.
+const StepRetry = time.Second
+
 // Run steps the engine until ctx ends: after every accepted Event, wake
-// or settled execution, and when the earliest timer falls due.
+// or settled execution, when the earliest timer falls due, and StepRetry
+// after a pass that failed. Errors go to Config.OnError.
 func (e *Engine) Run(ctx context.Context) error {
 	for {
+		wait := time.Duration(-1)
 		if err := e.Step(ctx); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
 			e.report(err)
+			wait = StepRetry
+		}
+		now := e.clock.Now()
+		if due, ok, err := e.nextDue(ctx); err == nil && ok {
+			if d := max(due.Sub(now), 0); wait < 0 || d < wait {
+				wait = d
+			}
+		}
+		if wait == 0 {
+			continue
 		}
 		wake := make(chan struct{}, 1)
 		stop := func() bool { return false }
-		if due, ok, err := e.nextDue(ctx); err == nil && ok {
-			stop = e.clock.AfterFunc(due.Sub(e.clock.Now()), func() { wake <- struct{}{} })
+		if wait > 0 {
+			stop = e.clock.AfterFunc(wait, func() { wake <- struct{}{} })
+			// The clock may have moved past the deadline while the timer
+			// was being set; then it would fire late, so go round now.
+			if !e.clock.Now().Before(now.Add(wait)) {
+				stop()
+				continue
+			}
 		}
 		select {
 		case <-ctx.Done():

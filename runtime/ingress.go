@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -169,6 +170,9 @@ func (e *Engine) Reconcile(ctx context.Context, source string) (ReconcileReport,
 	if !ok {
 		return rep, fmt.Errorf("%w: unknown source %q", ErrNotFound, source)
 	}
+	scanMu := e.scanLock(source)
+	scanMu.Lock()
+	defer scanMu.Unlock()
 	cp, err := e.Checkpoint(ctx, source)
 	if err != nil {
 		return rep, err
@@ -197,6 +201,17 @@ func (e *Engine) Reconcile(ctx context.Context, source string) (ReconcileReport,
 		}
 		cursor = page.Next
 	}
+}
+
+func (e *Engine) scanLock(source string) *sync.Mutex {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	m, ok := e.scans[source]
+	if !ok {
+		m = &sync.Mutex{}
+		e.scans[source] = m
+	}
+	return m
 }
 
 func pageLimitOf(n int) int {

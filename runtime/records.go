@@ -27,7 +27,7 @@ type Envelope struct {
 	Family     string
 	Type       string
 	Schema     string          // <base>.v<N> or empty
-	Payload    json.RawMessage // absent or one valid JSON value
+	Payload    json.RawMessage // absent or one valid JSON value, kept verbatim
 	Parent     string          // the Event this one derives from, same scope
 	Works      []string        // IDs of the Work the Event names; stored as a sorted set
 	OccurredAt time.Time       // optional, from the producer

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // The dispositions of a routed Event.
@@ -145,8 +146,9 @@ func (e *Engine) takeSnapshot(ctx context.Context, ev Event) (snapshot, error) {
 }
 
 // decide offers ev to its scope's routes in order and returns the first
-// match (index -1 if none).
+// match (index -1 if none; its Reason then joins the routes' reasons).
 func (e *Engine) decide(ctx context.Context, ev Event, snap snapshot) (int, RouteDecision, error) {
+	var reasons []string
 	for i, route := range e.cfg.Routes[ev.ScopeID] {
 		dec, err := e.match(ctx, ev, snap, route)
 		if err != nil {
@@ -155,8 +157,11 @@ func (e *Engine) decide(ctx context.Context, ev Event, snap snapshot) (int, Rout
 		if dec.Match {
 			return i, dec, nil
 		}
+		if dec.Reason != "" {
+			reasons = append(reasons, dec.Reason)
+		}
 	}
-	return -1, RouteDecision{}, nil
+	return -1, RouteDecision{Reason: strings.Join(reasons, "; ")}, nil
 }
 
 func (e *Engine) match(ctx context.Context, ev Event, snap snapshot, route Route) (RouteDecision, error) {
@@ -194,6 +199,8 @@ func (e *Engine) applyRoute(tx Tx, ev Event, snap snapshot, idx int, dec RouteDe
 		}
 	} else if len(e.cfg.Routes[ev.ScopeID]) == 0 {
 		rec.Reason = "no routes configured for the scope"
+	} else {
+		rec.Reason = dec.Reason
 	}
 	return tx.KVCommit(KVBatch{Puts: []KVPut{
 		kvPut(NamespaceRouting, routeRecordKey(ev.ID), rec),

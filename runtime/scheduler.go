@@ -132,9 +132,10 @@ func (e *Engine) start(ctx context.Context, w Work, pool string) (Execution, err
 	binding := e.cfg.Bindings[w.Binding]
 	executor := e.cfg.Executors[binding.Executor]
 	var (
-		x       Execution
-		inputs  []Event
-		trigger Event
+		x        Execution
+		inputs   []Event
+		trigger  Event
+		previous json.RawMessage // the last attempt's recovery metadata
 	)
 	err := e.store.Transact(ctx, func(tx Tx) error {
 		cur, err := tx.Work(w.ID)
@@ -152,6 +153,9 @@ func (e *Engine) start(ctx context.Context, w Work, pool string) (Execution, err
 		prev, err := tx.Executions(w.ID)
 		if err != nil {
 			return err
+		}
+		if n := len(prev); n > 0 && prev[n-1].State == ExecutionSucceeded {
+			previous = prev[n-1].Recovery
 		}
 		var cursor int64
 		if _, err := kvGetJSON(tx, NamespaceScheduler, inputsKey(w.ID), &cursor); err != nil {
@@ -182,10 +186,17 @@ func (e *Engine) start(ctx context.Context, w Work, pool string) (Execution, err
 		return Execution{}, err
 	}
 	a := &attempt{exec: x, work: w, executor: executor, pool: pool}
-	handle, err := executor.Run(ctx, RunRequest{
+	req := RunRequest{
 		ExecutionID: x.ID, Attempt: x.Attempt, Epoch: x.Epoch, Work: w,
 		Trigger: trigger, Inputs: inputs, PersistRecovery: e.persister(x.ID, x.Epoch),
-	})
+	}
+	var handle RunHandle
+	if r, ok := executor.(Resumer); ok && len(previous) > 0 {
+		// Work that ran before and took new input continues its run.
+		handle, err = r.Resume(ctx, req, previous)
+	} else {
+		handle, err = executor.Run(ctx, req)
+	}
 	if err != nil {
 		e.observers.Add(1)
 		go func() {

@@ -302,17 +302,10 @@ func TestRunLoop(t *testing.T) {
 	accept(t, h, testEnvelope("src", "1", "s1", payload{Match: true, Key: "k"}))
 	req := <-ex.started
 	ex.Fail(req.ExecutionID)
-	// The loop arms a clock timer for the retry once the failure settles;
-	// advance until the second attempt starts.
-	var next runtime.RunRequest
-	for got := false; !got; {
-		h.clock.Advance(time.Minute)
-		select {
-		case next = <-ex.started:
-			got = true
-		default:
-		}
-	}
+	h.engine.Drain()
+	// The retry backoff is a minute on the fake clock.
+	h.clock.Advance(time.Minute)
+	next := <-ex.started
 	assert.Equal(t, 2, next.Attempt)
 	ex.Succeed(next.ExecutionID)
 	cancel()

@@ -30,6 +30,11 @@ type Store interface {
 // ReadTx holds the reads. Missing single records are ErrNotFound; an empty
 // page is not an error. A page limit ≤ 0 means DefaultPageLimit and a limit
 // above MaxPageLimit reads MaxPageLimit.
+//
+// Errors other than the package's sentinels are storage failures. After
+// one, fn must return an error so the transaction rolls back: the promise
+// that a refused operation wrote nothing covers refusals (ErrConflict,
+// ErrInvalid, ErrTooLarge, ErrNotFound), not a failing disk.
 type ReadTx interface {
 	// Event reads an Event by ID.
 	Event(id string) (Event, error)
@@ -49,9 +54,11 @@ type ReadTx interface {
 	LatestSequence() (int64, error)
 
 	Scope(id string) (Scope, error)
+	// Scopes lists every scope by ID.
 	Scopes() ([]Scope, error)
 
 	Work(id string) (Work, error)
+	// Works pages the Works that match filter, by ID.
 	Works(filter WorkFilter) ([]Work, error)
 
 	Execution(id string) (Execution, error)

@@ -46,6 +46,15 @@ type Options struct {
 	// wire codes onto their sentinel errors here.
 	DecodeError func(code int, message string, data json.RawMessage) error
 
+	// ReuseParams makes the Conn reuse the memory of Request.Params once
+	// Handle has returned and its result has been sent, which spares an
+	// allocation per request (a big one for artifact chunks). Set it only
+	// when no handler keeps the raw params beyond that: returning Params,
+	// or a value holding it, as the result is fine, and DecodeParams
+	// copies what it decodes, but a goroutine that outlives Handle must
+	// copy the bytes itself.
+	ReuseParams bool
+
 	// Logf, when set, receives what the Conn keeps on this side: the
 	// detail of unauthored handler errors, dropped messages and the cause
 	// of a broken stream. It may be called from any goroutine.
@@ -71,6 +80,7 @@ type Conn struct {
 	maxMessage  int
 	decodeError func(int, string, json.RawMessage) error
 	logf        func(string, ...any)
+	reuseParams bool
 
 	ctx    context.Context // handlers' base context; carries the Conn
 	cancel context.CancelFunc
@@ -120,6 +130,7 @@ func NewConn(r io.Reader, w io.Writer, h Handler, opts *Options) *Conn {
 		maxMessage:  opts.MaxMessageBytes,
 		decodeError: opts.DecodeError,
 		logf:        opts.Logf,
+		reuseParams: opts.ReuseParams,
 		pending:     map[int64]chan reply{},
 		inflight:    map[string]context.CancelFunc{},
 		done:        make(chan struct{}),
@@ -481,9 +492,6 @@ func (c *Conn) cancelInflight(params []byte) {
 // way the reader goes straight on.
 func (c *Conn) serve(m inMessage) {
 	req := &Request{Method: m.method, Notification: m.id == nil}
-	if m.params != nil {
-		req.Params = bytes.Clone(m.params)
-	}
 	var id []byte
 	if m.id != nil {
 		id = bytes.Clone(m.id)
@@ -516,12 +524,21 @@ func (c *Conn) serve(m inMessage) {
 		c.inflight[key] = cancel
 	}
 	c.mu.Unlock()
+	switch {
+	case m.params == nil:
+	case c.reuseParams:
+		req.buf = paramsPool.Get().(*[]byte)
+		req.Params = append((*req.buf)[:0], m.params...)
+	default:
+		req.Params = bytes.Clone(m.params)
+	}
 	go c.run(ctx, cancel, id, req)
 }
 
 var overloaded = &wireError{Code: CodeAuthored, Message: "overloaded", Data: json.RawMessage(`{"code":"overloaded"}`)}
 
 func (c *Conn) run(ctx context.Context, cancel context.CancelFunc, id []byte, req *Request) {
+	defer releaseParams(req)
 	result, err := c.call(ctx, req)
 	c.mu.Lock()
 	c.running--
@@ -602,6 +619,23 @@ func (c *Conn) writeError(id []byte, e *wireError) {
 	defer putBuffer(buf)
 	*buf = appendErrorResponse((*buf)[:0], id, e)
 	_ = c.write(*buf)
+}
+
+// paramsPool holds the memory of received params between requests under
+// Options.ReuseParams: big ones (base64 chunks) would otherwise cost an
+// allocation, a sweep and page faults each.
+var paramsPool = sync.Pool{New: func() any { return new([]byte) }}
+
+// releaseParams returns req.Params' memory once the handler is done with it.
+func releaseParams(req *Request) {
+	if req.buf == nil {
+		return
+	}
+	if cap(req.Params) <= 1<<20 {
+		*req.buf = req.Params[:0]
+		paramsPool.Put(req.buf)
+	}
+	req.Params, req.buf = nil, nil
 }
 
 // Buffers for encoding outgoing messages; big ones are not kept.

@@ -435,3 +435,22 @@ func TestNilHandlerAnswersMethodNotFound(t *testing.T) {
 	require.NotNil(t, r.Error)
 	assert.Equal(t, jsonrpc.CodeMethodNotFound, r.Error.Code)
 }
+
+// Under ReuseParams a handler may still answer with its params: they are
+// sent before their memory is reused.
+func TestReuseParamsKeepsAnswersIntact(t *testing.T) {
+	a, _ := pipePair(t, nil, echoHandler(), nil, &jsonrpc.Options{ReuseParams: true})
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 50 {
+				in := []string{fmt.Sprintf("%d/%d", g, i), strings.Repeat(string(rune('a'+g)), 100*i)}
+				var out []string
+				if assert.NoError(t, a.Call(t.Context(), "echo", in, &out)) {
+					assert.Equal(t, in, out)
+				}
+			}
+		})
+	}
+	wg.Wait()
+}

@@ -19,10 +19,15 @@
 // The package imports the standard library only and knows nothing of the
 // protocol's error codes; Options.DecodeError is where a caller maps them.
 //
-//	conn := jsonrpc.NewConn(os.Stdin, os.Stdout, jsonrpc.Methods{
+// An extension serving on its stdio moves os.Stdout aside first, so that
+// stray prints cannot corrupt the stream:
+//
+//	out := os.Stdout
+//	os.Stdout = os.Stderr
+//	conn := jsonrpc.NewConn(os.Stdin, out, jsonrpc.Methods{
 //		"echo": func(ctx context.Context, req *jsonrpc.Request) (any, error) {
 //			return req.Params, nil
 //		},
 //	}, nil)
-//	<-conn.Done()
+//	<-conn.Done() // the host closed stdin: exit
 package jsonrpc

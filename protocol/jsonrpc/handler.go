@@ -12,17 +12,20 @@ import (
 type Request struct {
 	// Method is the method name.
 	Method string
-	// Params is the raw params value, nil when the message had none. It is
-	// the handler's own copy.
+	// Params is the raw params value, nil when the message had none. It
+	// is the handler's own copy, unless Options.ReuseParams is set.
 	Params json.RawMessage
 	// Notification is true when the peer expects no answer.
 	Notification bool
+
+	buf *[]byte // Params' pooled memory
 }
 
 // DecodeParams unmarshals r.Params into v as json.Unmarshal does, with a
 // fast path for big string members (base64 chunks) bound to []byte or
-// string fields. Missing params leave v as it is. Any failure wraps ErrInvalidParams, so a handler can
-// return it as it is and the peer sees -32602.
+// string fields. Missing or null params leave v as it is. A failure wraps
+// ErrInvalidParams, so a handler can return it as it is and the peer sees
+// -32602.
 func (r *Request) DecodeParams(v any) error {
 	if len(r.Params) == 0 || string(r.Params) == "null" {
 		return nil

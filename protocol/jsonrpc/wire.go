@@ -11,13 +11,23 @@ import (
 
 // The JSON-RPC error numbers this package sends or interprets.
 const (
-	CodeParseError     = -32700
+	// CodeParseError answers a line that is not JSON or too long; the
+	// connection then closes.
+	CodeParseError = -32700
+	// CodeInvalidRequest answers JSON that is not a JSON-RPC 2.0 message;
+	// the connection then closes.
 	CodeInvalidRequest = -32600
+	// CodeMethodNotFound answers a method the handler does not serve.
 	CodeMethodNotFound = -32601
-	CodeInvalidParams  = -32602
-	CodeInternal       = -32603
-	CodeCancelled      = -32800
-	CodeAuthored       = -32000
+	// CodeInvalidParams answers params the handler cannot decode.
+	CodeInvalidParams = -32602
+	// CodeInternal answers an unauthored handler error, with no detail.
+	CodeInternal = -32603
+	// CodeCancelled answers a request cancelled with $/cancel.
+	CodeCancelled = -32800
+	// CodeAuthored is the number of authored errors, whose stable code is
+	// in data.code; the Conn itself sends it for overloaded.
+	CodeAuthored = -32000
 )
 
 // maxDepth bounds the nesting of arrays and objects in one message, as

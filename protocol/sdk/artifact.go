@@ -93,10 +93,13 @@ func (w *ArtifactWriter) Commit() (protocol.ArtifactCommitResult, error) {
 	if err := w.Flush(); err != nil {
 		return protocol.ArtifactCommitResult{}, err
 	}
-	w.done = true
 	var r protocol.ArtifactCommitResult
-	err := w.h.c.Call(w.ctx, "artifact.commit", protocol.ArtifactCommitParams{ArtifactID: w.id, Size: w.sent}, &r)
-	return r, err
+	if err := w.h.c.Call(w.ctx, "artifact.commit", protocol.ArtifactCommitParams{ArtifactID: w.id, Size: w.sent}, &r); err != nil {
+		w.err = err // Abort may still discard it
+		return r, err
+	}
+	w.done = true
+	return r, nil
 }
 
 // Close commits the artifact; see Commit.
@@ -105,7 +108,8 @@ func (w *ArtifactWriter) Close() error {
 	return err
 }
 
-// Abort discards the artifact. After Commit it does nothing.
+// Abort discards the artifact, as the writer must when it cannot finish
+// it. After a successful Commit it does nothing.
 func (w *ArtifactWriter) Abort() error {
 	if w.done {
 		return nil

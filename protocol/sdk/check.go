@@ -60,9 +60,6 @@ func checkExtension(ext *Extension, m *protocol.Manifest) error {
 	for _, x := range p.Extensions {
 		if x.Ingress {
 			ingress = append(ingress, x.Type)
-			if h, ok := ext.Ingress[x.Type]; ok {
-				need(h.Push != nil, true, fmt.Sprintf("ingress type %q push", x.Type))
-			}
 		}
 	}
 	sameKeys("ingress type", ingress, slices.Collect(maps.Keys(ext.Ingress)))

@@ -45,6 +45,9 @@ func init() {
 			if err != nil {
 				return protocol.IngressPushResult{}, err
 			}
+			if in.Push == nil {
+				return protocol.IngressPushResult{}, protocol.Errorf(protocol.CodeUnsupported, "ingress type %q takes no pushed deliveries", p.Type)
+			}
 			return in.Push(ctx, s.host, p)
 		}),
 		"ingress.reconcile": serveWith(func(s *server, ctx context.Context, p protocol.IngressReconcileParams) (protocol.IngressReconcileResult, error) {

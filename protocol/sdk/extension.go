@@ -31,6 +31,15 @@ type Upcaster func(payload json.RawMessage) (json.RawMessage, error)
 // match it, so a declared surface always has a handler and a handler
 // always a declaration. Maps are keyed by the names the manifest declares.
 //
+// The SDK serves the lifecycle, routes, ingress push and reconcile,
+// operations (with their dependency filters and emission commits),
+// recurrences, work-kind triggers, executors, tasks and checks. A manifest
+// that enables any other host-to-extension surface (webhook.handle,
+// providers, targets, probes, tunnels …) is refused when serving starts;
+// validate and event.render, which every manifest or family enables, are
+// answered method_not_found, so the host falls back to what it does
+// without them.
+//
 // Handlers may run concurrently; each gets the request's context, which
 // ends when the host cancels the request or the connection ends.
 // Returning a *protocol.Error (or an error wrapping one) answers with its
@@ -116,9 +125,12 @@ type Route struct {
 	Samples PureFunc[protocol.RouteSamplesParams, protocol.RouteSamplesResult]
 }
 
-// Ingress serves the sources of an ingress extension type.
+// Ingress serves the sources of an ingress extension type. A type whose
+// sources only deliver from the extension's own receivers
+// (Host.IngressDeliver) may leave both functions nil; a call then answers
+// unsupported.
 type Ingress struct {
-	// Push turns a delivery into Events; required.
+	// Push turns a delivery into Events.
 	Push Func[protocol.IngressPushParams, protocol.IngressPushResult]
 	// Reconcile scans one page of a source's items; required when a
 	// source of the type is registered with reconcile.
@@ -159,11 +171,22 @@ type Executor struct {
 	// answers protocol.ErrNotAdoptable.
 	Recover Func[protocol.ExecutorRecoverParams, protocol.ExecutorRecoverResult]
 
-	Resume    Func[protocol.ExecutorResumeParams, protocol.ExecutorResumeResult]
-	Inject    Func[protocol.ExecutorInjectParams, protocol.ExecutorInjectResult]
+	// Resume resumes a settled run with new input (label resume).
+	Resume Func[protocol.ExecutorResumeParams, protocol.ExecutorResumeResult]
+	// Inject delivers input into a running run (label inject).
+	Inject Func[protocol.ExecutorInjectParams, protocol.ExecutorInjectResult]
+	// Interrupt interrupts a running run (label interrupt).
 	Interrupt Func[protocol.ExecutorInterruptParams, protocol.ExecutorInterruptResult]
-	Stop      Func[protocol.ExecutorStopParams, protocol.ExecutorStopResult]
-	Forget    Func[protocol.ExecutorForgetParams, protocol.ExecutorForgetResult]
-	Attach    Func[protocol.ExecutorAttachParams, protocol.ExecutorAttachResult]
-	Live      Func[protocol.ExecutorLiveParams, protocol.ExecutorLiveResult]
+	// Stop stops a run's processes and says how that was confirmed
+	// (control stop): the host's physical-stop evidence.
+	Stop Func[protocol.ExecutorStopParams, protocol.ExecutorStopResult]
+	// Forget drops what the executor keeps for a settled run (control
+	// forget).
+	Forget Func[protocol.ExecutorForgetParams, protocol.ExecutorForgetResult]
+	// Attach gives an operator's terminal the run's session, or answers
+	// protocol.ErrNothingToAttach (control attach).
+	Attach Func[protocol.ExecutorAttachParams, protocol.ExecutorAttachResult]
+	// Live answers a running attempt's output so far, or
+	// protocol.ErrNotLive (control live).
+	Live Func[protocol.ExecutorLiveParams, protocol.ExecutorLiveResult]
 }

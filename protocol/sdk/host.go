@@ -43,8 +43,9 @@ func DecodeError(code int, message string, data json.RawMessage) error {
 // nothing here names the extension; the manifest only lets the client
 // check writes before they cross. A Host is safe for concurrent use.
 type Host struct {
-	c Caller
-	m *protocol.Manifest
+	c      Caller
+	m      *protocol.Manifest
+	upcast func(*protocol.Event) (bool, string, error) // set when serving
 }
 
 // NewHost returns a Host calling c on behalf of the extension m describes
@@ -59,6 +60,22 @@ func (h *Host) Call(ctx context.Context, method string, params, result any) erro
 
 // Manifest returns the manifest the Host was made with, or nil.
 func (h *Host) Manifest() *protocol.Manifest { return h.m }
+
+// Upcast prepares an Event read from the host (Event, Events, WorkEvents)
+// the way decision handlers receive theirs: an older payload of one of
+// the extension's own schemas is converted to the current version in
+// place, and ok is false for one this release cannot read (retired,
+// newer or undeclared), whose payload the caller must not decide on. A
+// Host made with NewHost rather than given by Serve or Attach has no
+// upcasters and only reports whether the payload is current or foreign.
+func (h *Host) Upcast(ev *protocol.Event) (ok bool, err error) {
+	if h.upcast != nil {
+		ok, _, err = h.upcast(ev)
+		return ok, err
+	}
+	s := h.m.PayloadStatus(ev.Schema)
+	return s == protocol.Current || s == protocol.Foreign, nil
+}
 
 // ---- KV ----
 
@@ -98,12 +115,13 @@ const MaxUpdateAttempts = 8
 // (or still absent). When another writer got there first the commit is a
 // conflict, and Update runs fn again on fresh reads, at most
 // MaxUpdateAttempts times; the last conflict is returned wrapped. An
-// error from fn is returned as it is, and nothing is committed. fn may run
-// more than once, so it must have no effect beyond the Txn.
+// error from fn is returned as it is, and nothing is committed; so is
+// nothing when fn wrote nothing. fn may run more than once, so it must
+// have no effect beyond the Txn.
 func (h *Host) Update(ctx context.Context, fn func(*Txn) error) (protocol.KVCommitResult, error) {
 	var err error
 	for range MaxUpdateAttempts {
-		t := &Txn{ctx: ctx, h: h, reads: map[protocol.KVKey]protocol.KVPrecondition{}}
+		t := &Txn{ctx: ctx, h: h, reads: map[protocol.KVKey]protocol.KVPrecondition{}, values: map[protocol.KVKey]json.RawMessage{}}
 		if err = fn(t); err != nil {
 			return protocol.KVCommitResult{}, err
 		}
@@ -132,6 +150,7 @@ type Txn struct {
 	ctx       context.Context
 	h         *Host
 	reads     map[protocol.KVKey]protocol.KVPrecondition
+	values    map[protocol.KVKey]json.RawMessage
 	order     []protocol.KVKey
 	puts      []protocol.KVPut
 	deletes   []protocol.KVKey
@@ -139,20 +158,35 @@ type Txn struct {
 }
 
 // Get reads an entry and makes the commit depend on it staying as read.
+// Within one Txn reads repeat: an entry read before reads the same again,
+// and one written or deleted in the Txn reads as written.
 func (t *Txn) Get(namespace, key string) (value json.RawMessage, found bool, err error) {
+	for _, p := range t.puts {
+		if p.Namespace == namespace && p.Key == key {
+			return p.Value, true, nil
+		}
+	}
+	k := protocol.KVKey{Namespace: namespace, Key: key}
+	for _, d := range t.deletes {
+		if d == k {
+			return nil, false, nil
+		}
+	}
+	if pre, seen := t.reads[k]; seen {
+		v := t.values[k]
+		return v, !pre.Absent, nil
+	}
 	r, err := t.h.Get(t.ctx, namespace, key)
 	if err != nil {
 		return nil, false, err
 	}
-	k := protocol.KVKey{Namespace: namespace, Key: key}
-	if _, seen := t.reads[k]; !seen {
-		t.order = append(t.order, k)
-	}
+	t.order = append(t.order, k)
 	pre := protocol.KVPrecondition{Namespace: namespace, Key: key, Absent: true}
 	if r.Found {
 		pre = protocol.KVPrecondition{Namespace: namespace, Key: key, Version: r.Version}
 	}
 	t.reads[k] = pre
+	t.values[k] = r.Value
 	return r.Value, r.Found, nil
 }
 
@@ -271,6 +305,20 @@ func (h *Host) Sequence(ctx context.Context) (int64, error) {
 	var r protocol.SequenceResult
 	err := h.c.Call(ctx, "state.sequence", protocol.Empty{}, &r)
 	return r.Sequence, err
+}
+
+// Waits lists a Work's Waits, oldest first.
+func (h *Host) Waits(ctx context.Context, workID string) ([]protocol.Wait, error) {
+	var r protocol.WaitsResult
+	err := h.c.Call(ctx, "state.waits", protocol.WorkIDParams{WorkID: workID}, &r)
+	return r.Waits, err
+}
+
+// Timers lists the extension's armed timers, earliest due first.
+func (h *Host) Timers(ctx context.Context, p protocol.TimersParams) ([]protocol.Timer, error) {
+	var r protocol.TimersResult
+	err := h.c.Call(ctx, "state.timers", p, &r)
+	return r.Timers, err
 }
 
 // ---- Events, timers, Work ----

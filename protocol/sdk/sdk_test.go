@@ -326,6 +326,73 @@ func TestUpcastersChain(t *testing.T) {
 	}
 }
 
+// TestHostUpcast: a payload stored by an older release and read back
+// through the state reads is upcast like a routed one.
+func TestHostUpcast(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			ctx := testContext(t)
+			d, host := &demo{}, sdktest.New()
+			host.AddEvent(event("demo.note.v1", `{"text":"stored by release 1"}`))
+			newer := event("demo.note.v4", `{}`)
+			newer.ID = "evt_4"
+			host.AddEvent(newer)
+			var got, unreadable protocol.Event
+			var gotOK, unreadableOK bool
+			ext := d.extension()
+			ext.Tasks["demo-sweep"] = func(ctx context.Context, h *sdk.Host, p protocol.TaskRunParams) (protocol.TaskRunResult, error) {
+				var err error
+				if got, err = h.Event(ctx, "evt_1"); err != nil {
+					return protocol.TaskRunResult{}, err
+				}
+				if gotOK, err = h.Upcast(&got); err != nil {
+					return protocol.TaskRunResult{}, err
+				}
+				if unreadable, err = h.Event(ctx, "evt_4"); err != nil {
+					return protocol.TaskRunResult{}, err
+				}
+				unreadableOK, err = h.Upcast(&unreadable)
+				return protocol.TaskRunResult{}, err
+			}
+			c, _ := m.start(t, ext, host)
+			require.NoError(t, c.Call(ctx, "initialize", initParams, nil))
+			require.NoError(t, c.Call(ctx, "task.run", protocol.TaskRunParams{Task: "demo-sweep"}, nil))
+			assert.True(t, gotOK)
+			assert.Equal(t, "demo.note.v3", got.Schema)
+			assert.JSONEq(t, `{"body":"stored by release 1","tags":[]}`, string(got.Payload))
+			assert.False(t, unreadableOK)
+		})
+	}
+}
+
+func TestTxnReadsRepeatAndSeeOwnWrites(t *testing.T) {
+	ctx := testContext(t)
+	fake := sdktest.New()
+	fake.SetKV("demo", "a", json.RawMessage(`1`))
+	host := hostOver(t, "inprocess", fake)
+	_, err := host.Update(ctx, func(tx *sdk.Txn) error {
+		v, found, err := tx.Get("demo", "a")
+		require.NoError(t, err)
+		require.True(t, found)
+		fake.SetKV("demo", "a", json.RawMessage(`2`)) // another writer, after the read
+		again, _, err := tx.Get("demo", "a")
+		require.NoError(t, err)
+		assert.JSONEq(t, string(v), string(again), "a repeated read sees what the first saw")
+		require.NoError(t, tx.Put("demo", "b", "new"))
+		b, found, err := tx.Get("demo", "b")
+		require.NoError(t, err)
+		assert.True(t, found)
+		assert.JSONEq(t, `"new"`, string(b))
+		tx.Delete("demo", "b")
+		_, found, err = tx.Get("demo", "b")
+		require.NoError(t, err)
+		assert.False(t, found)
+		return errors.New("stop")
+	})
+	assert.EqualError(t, err, "stop")
+	assert.Equal(t, []string{"kv.get"}, fake.Calls(), "one read reached the host; nothing was committed")
+}
+
 func TestRetiredPayload(t *testing.T) {
 	manifest := strings.Replace(string(demoManifest), `"versions": [1, 2, 3]`, `"versions": [2, 3]`, 1)
 	require.NotEqual(t, string(demoManifest), manifest)

@@ -19,15 +19,27 @@ import (
 // It returns an error only when ext does not match its manifest or the
 // stream broke with a protocol error.
 //
-// Before anything else, Serve moves os.Stdout to stderr: the protocol
-// keeps the real standard output, and os.Stdout becomes a file writing to
-// the standard error, so a stray fmt.Println cannot corrupt the stream.
-// Child processes the extension starts with os.Stdout as their output
-// write to stderr too; give any other child an output of its own.
+// Before anything else, Serve moves os.Stdout to stderr (TakeStdout), so a
+// stray fmt.Println cannot corrupt the stream.
 func Serve(ext *Extension) error {
+	return ServeConn(context.Background(), os.Stdin, TakeStdout(), ext)
+}
+
+// TakeStdout moves os.Stdout to stderr and returns the real standard
+// output for the protocol: from then on os.Stdout is a file writing to the
+// standard error, so a stray fmt.Println cannot corrupt the stream. Child
+// processes started with os.Stdout as their output write to stderr too;
+// give any other child an output of its own. A main that serves with
+// ServeConn rather than Serve calls it first:
+//
+//	out := sdk.TakeStdout()
+//	err := sdk.ServeConn(ctx, os.Stdin, out, ext)
+//
+// Call it once: a second call would hand out stderr.
+func TakeStdout() *os.File {
 	protocolOut := os.Stdout
 	os.Stdout = stdoutToStderr()
-	return ServeConn(context.Background(), os.Stdin, protocolOut, ext)
+	return protocolOut
 }
 
 // ServeConn serves ext over r and w, as Serve does over stdio, and returns

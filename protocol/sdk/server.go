@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"time"
@@ -42,6 +43,9 @@ func newServer(ext *Extension, host Caller) (*server, error) {
 	if ext == nil {
 		return nil, errors.New("sdk: nil Extension")
 	}
+	if host == nil {
+		return nil, errors.New("sdk: nil host Caller")
+	}
 	m, err := protocol.ParseManifest(ext.Manifest)
 	if err != nil {
 		return nil, fmt.Errorf("sdk: manifest: %w", err)
@@ -61,14 +65,22 @@ func newServer(ext *Extension, host Caller) (*server, error) {
 		s.logf = l.Printf
 	}
 	s.host = NewHost(host, m)
+	s.host.upcast = s.readable
 	return s, nil
 }
 
 // call serves one host-to-extension request. params is a wire params value
 // in either form protocol.DecodeParams accepts. The error, if any, is a
 // *protocol.Error or the context's error when ctx ended.
-func (s *server) call(ctx context.Context, method string, params any) (any, error) {
-	res, err := s.serve(ctx, method, params)
+func (s *server) call(ctx context.Context, method string, params any) (res any, err error) {
+	defer func() {
+		// A panicking handler answers internal, in process as over the wire.
+		if p := recover(); p != nil {
+			s.logf("%s: handler panicked: %v\n%s", method, p, debug.Stack())
+			res, err = nil, protocol.NewError(protocol.CodeInternal, "internal error")
+		}
+	}()
+	res, err = s.serve(ctx, method, params)
 	if err == nil {
 		return res, nil
 	}

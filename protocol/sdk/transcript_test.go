@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rogpeppe/go-internal/txtar"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/rogpeppe/go-internal/txtar"
 
 	"github.com/open-conduit/open-conduit/protocol"
 	"github.com/open-conduit/open-conduit/protocol/sdk"
@@ -116,7 +116,7 @@ func TestTranscripts(t *testing.T) {
 			if n, ok := transcriptInflight[filepath.Base(file)]; ok {
 				defer sdk.SetMaxInflight(n)()
 			}
-			got := replay(t, lines(host.Data))
+			got := replay(t, lines(host.Data), echoExtension())
 			if *update {
 				if ext == nil {
 					ar.Files = append(ar.Files, txtar.File{Name: "extension"})
@@ -130,6 +130,23 @@ func TestTranscripts(t *testing.T) {
 			assert.Equal(t, strings.Join(lines(ext.Data), "\n"), strings.Join(got, "\n"))
 		})
 	}
+}
+
+// TestTranscriptsCatchADifference is the negative control: an extension
+// that answers one call differently does not reproduce the lifecycle
+// transcript.
+func TestTranscriptsCatchADifference(t *testing.T) {
+	ar, err := txtar.ParseFile("testdata/transcripts/lifecycle.txtar")
+	require.NoError(t, err)
+	ext := echoExtension()
+	say := ext.Operations["echo.say"].Handler
+	ext.Operations["echo.say"] = sdk.Operation{Handler: func(ctx context.Context, host *sdk.Host, call protocol.OperationCallParams) (protocol.OperationCallResult, error) {
+		r, err := say(ctx, host, call)
+		r.Output = json.RawMessage(`{"said":"something else"}`)
+		return r, err
+	}}
+	got := replay(t, lines(section(ar, "host").Data), ext)
+	assert.NotEqual(t, lines(section(ar, "extension").Data), got)
 }
 
 func section(ar *txtar.Archive, name string) *txtar.File {
@@ -163,13 +180,13 @@ func parseWire(t *testing.T, line string) wireMessage {
 	return m
 }
 
-func replay(t *testing.T, host []string) []string {
+func replay(t *testing.T, host []string, ext *sdk.Extension) []string {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	toExtR, toExtW := io.Pipe()
 	fromExtR, fromExtW := io.Pipe()
 	served := make(chan error, 1)
-	go func() { served <- sdk.ServeConn(ctx, toExtR, fromExtW, echoExtension()) }()
+	go func() { served <- sdk.ServeConn(ctx, toExtR, fromExtW, ext) }()
 	incoming := make(chan string)
 	go func() {
 		defer close(incoming)

@@ -114,8 +114,12 @@ func (w *blobWriter) Commit() (string, int64, error) {
 	if err := os.Rename(tmp, final); err != nil {
 		return fail(err)
 	}
-	if err := syncDir(filepath.Dir(final)); err != nil {
-		return "", 0, fmt.Errorf("sqlite: commit blob: %w", err)
+	// Sync the directory that gained the file and its parent, which may
+	// have gained the directory.
+	for _, dir := range []string{filepath.Dir(final), filepath.Dir(filepath.Dir(final))} {
+		if err := syncDir(dir); err != nil {
+			return "", 0, fmt.Errorf("sqlite: commit blob: %w", err)
+		}
 	}
 	return digest, w.size, nil
 }

@@ -8,3 +8,10 @@ const (
 
 // Migrations is how many migrations this build has.
 var Migrations = len(migrations)
+
+// WriterPragma reads a pragma on the writer connection.
+func WriterPragma(s *Store, name string) (string, error) {
+	var v string
+	err := s.writer.QueryRow(`PRAGMA ` + name).Scan(&v)
+	return v, err
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -38,12 +39,36 @@ type weakReadTx struct {
 	weakness string
 }
 
-// ScopeEvents ignores the scope when the weakness is "unscoped_reads".
+// ScopeEvents ignores the scope ("unscoped_reads") or loses the first event
+// of every page after the first ("lossy_cursor").
 func (r weakReadTx) ScopeEvents(scopeID string, after int64, limit int) ([]runtime.Event, error) {
-	if r.weakness == "unscoped_reads" {
+	switch r.weakness {
+	case "unscoped_reads":
 		return r.ReadTx.Events(after, limit)
+	case "lossy_cursor":
+		page, err := r.ReadTx.ScopeEvents(scopeID, after, limit)
+		if after > 0 && len(page) > 0 {
+			page = page[1:]
+		}
+		return page, err
 	}
 	return r.ReadTx.ScopeEvents(scopeID, after, limit)
+}
+
+// WorkEvents forgets the events routed to a Work by LinkEventWork
+// ("named_work_events_only").
+func (r weakReadTx) WorkEvents(workID string, after int64, limit int) ([]runtime.Event, error) {
+	page, err := r.ReadTx.WorkEvents(workID, after, limit)
+	if r.weakness != "named_work_events_only" || err != nil {
+		return page, err
+	}
+	var named []runtime.Event
+	for _, e := range page {
+		if slices.Contains(e.Works, workID) {
+			named = append(named, e)
+		}
+	}
+	return named, nil
 }
 
 type weakTx struct {
@@ -53,6 +78,10 @@ type weakTx struct {
 
 func (t *weakTx) ScopeEvents(scopeID string, after int64, limit int) ([]runtime.Event, error) {
 	return weakReadTx{ReadTx: t.Tx, weakness: t.weakness}.ScopeEvents(scopeID, after, limit)
+}
+
+func (t *weakTx) WorkEvents(workID string, after int64, limit int) ([]runtime.Event, error) {
+	return weakReadTx{ReadTx: t.Tx, weakness: t.weakness}.WorkEvents(workID, after, limit)
 }
 
 func (t *weakTx) KVCommit(b runtime.KVBatch) error {
@@ -151,6 +180,8 @@ func TestStoreSuiteFailsWeakenedStores(t *testing.T) {
 		{"last_writer_wins", "kv_concurrent_commit"},
 		{"truncating_kv", "bad_input"},
 		{"unscoped_reads", "scope_isolation"},
+		{"lossy_cursor", "scope_isolation"},
+		{"named_work_events_only", "work_events"},
 		{"identity_without_content", "accept_identity_conflict"},
 		{"always_added", "accept_concurrent"},
 		{"unfenced", "lease_fencing"},

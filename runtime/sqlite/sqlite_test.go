@@ -55,6 +55,9 @@ func TestReopenKeepsDataAndSchema(t *testing.T) {
 	var mode string
 	require.NoError(t, rawDB(t, dir).QueryRow(`PRAGMA journal_mode`).Scan(&mode))
 	assert.Equal(t, "wal", mode)
+	sync, err := sqlite.WriterPragma(s, "synchronous")
+	require.NoError(t, err)
+	assert.Equal(t, "2", sync, "the writer commits with synchronous=FULL")
 }
 
 func TestOpenRefusesANewerSchema(t *testing.T) {

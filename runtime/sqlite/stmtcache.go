@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"sync"
+	"sync/atomic"
 )
 
 // stmtCache keeps prepared statements of one pool, so a transaction does not
@@ -17,6 +18,8 @@ type stmtCache struct {
 	stmts   map[string]*sql.Stmt
 	pending map[string]bool
 	closed  bool
+
+	preparing atomic.Bool
 }
 
 func newStmtCache(db *sql.DB) *stmtCache {
@@ -37,8 +40,23 @@ func (c *stmtCache) get(query string) *sql.Stmt {
 	return st
 }
 
-// prepareAll prepares the statements met since the last call. It must not
-// be called while the caller holds a transaction of the pool.
+// prepareLater prepares the statements met so far in the background, so the
+// transaction that met them returns without waiting for a connection. It
+// must not be called while the caller holds a transaction of the pool.
+func (c *stmtCache) prepareLater() {
+	c.mu.RLock()
+	idle := len(c.pending) == 0
+	c.mu.RUnlock()
+	if idle || !c.preparing.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer c.preparing.Store(false)
+		c.prepareAll(context.Background())
+	}()
+}
+
+// prepareAll prepares the statements met since the last call.
 func (c *stmtCache) prepareAll(ctx context.Context) {
 	c.mu.Lock()
 	if len(c.pending) == 0 || c.closed {

@@ -207,7 +207,7 @@ func (s *Store) Transact(ctx context.Context, fn func(runtime.Tx) error) (err er
 		if !finished {
 			sqlTx.Rollback()
 		}
-		s.wstmts.prepareAll(context.Background())
+		s.wstmts.prepareLater()
 	}()
 	if err := fn(t); err != nil {
 		return err
@@ -242,7 +242,7 @@ func (s *Store) View(ctx context.Context, fn func(runtime.ReadTx) error) error {
 	defer func() {
 		r.q.done = true
 		sqlTx.Rollback()
-		s.rstmts.prepareAll(context.Background())
+		s.rstmts.prepareLater()
 	}()
 	if err := fn(r); err != nil {
 		return err

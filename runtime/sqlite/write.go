@@ -6,12 +6,25 @@ import (
 	"slices"
 	"time"
 
+	sqlitedriver "modernc.org/sqlite"
+
 	"github.com/open-conduit/open-conduit/runtime"
 )
 
+// sqliteConstraintUnique is SQLite's extended result code
+// SQLITE_CONSTRAINT_UNIQUE.
+const sqliteConstraintUnique = 2067
+
+func isUniqueViolation(err error) bool {
+	var e *sqlitedriver.Error
+	return errors.As(err, &e) && e.Code() == sqliteConstraintUnique
+}
+
 // tx implements runtime.Tx. Every write validates all its input and checks
 // every condition before its first statement, so a refused write leaves
-// nothing behind even if the caller goes on to commit.
+// nothing behind even if the caller goes on to commit. (A storage error
+// between two statements of one operation can leave part of it; the
+// contract asks the caller to roll back after one.)
 type tx struct {
 	reader
 	now func() time.Time
@@ -53,12 +66,6 @@ func (t *tx) AcceptEvent(env runtime.Envelope) (runtime.Event, bool, error) {
 	if ev.ID == "" {
 		ev.ID = runtime.DefaultEventID(env.Source, env.DeliveryID)
 	}
-	if other, err := t.Event(ev.ID); err == nil {
-		return runtime.Event{}, false, fmt.Errorf("%w: event ID %q already names %s/%s",
-			runtime.ErrConflict, ev.ID, other.Source, other.DeliveryID)
-	} else if !errors.Is(err, runtime.ErrNotFound) {
-		return runtime.Event{}, false, err
-	}
 	ev.Root, ev.Depth = ev.ID, 0
 	if env.Parent != "" {
 		parent, err := t.Event(env.Parent)
@@ -75,7 +82,7 @@ func (t *tx) AcceptEvent(env runtime.Envelope) (runtime.Event, bool, error) {
 		ev.Root, ev.Depth = parent.Root, parent.Depth+1
 	}
 	ev.Works = normaliseSet(env.Works)
-	ev.Payload = rawJSON(env.Payload)
+	ev.Payload = rawJSON(slices.Clone(env.Payload))
 	ev.AcceptedAt = fromNanos(t.stamp())
 	if !env.OccurredAt.IsZero() {
 		ev.OccurredAt = env.OccurredAt.UTC()
@@ -85,6 +92,12 @@ func (t *tx) AcceptEvent(env runtime.Envelope) (runtime.Event, bool, error) {
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		ev.ID, ev.Source, ev.DeliveryID, ev.ScopeID, ev.Family, ev.Type, ev.Schema, blob(ev.Payload),
 		ev.Parent, ev.Root, ev.Depth, encodeList(ev.Works), nanos(ev.OccurredAt), nanos(ev.AcceptedAt), ev.Signature)
+	if isUniqueViolation(err) {
+		// The identity is new (looked up above), so the ID is taken by
+		// another identity. The failed statement wrote nothing.
+		return runtime.Event{}, false, fmt.Errorf("%w: event ID %q already names another delivery than %s/%s",
+			runtime.ErrConflict, ev.ID, env.Source, env.DeliveryID)
+	}
 	if err != nil {
 		return runtime.Event{}, false, t.execErr("accept event", err)
 	}

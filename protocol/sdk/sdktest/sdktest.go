@@ -108,6 +108,17 @@ func (h *Host) Events() []protocol.Event {
 	return out
 }
 
+// AddEvent stores an accepted Event, as an earlier release or another
+// source would have; its sequence is assigned.
+func (h *Host) AddEvent(ev protocol.Event) protocol.Event {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.seq++
+	ev.Sequence = h.seq
+	h.events[ev.ID] = ev
+	return ev
+}
+
 // Artifact returns the artifact with id, or nil.
 func (h *Host) Artifact(id string) *Artifact {
 	h.mu.Lock()
@@ -216,7 +227,17 @@ func (h *Host) serve(method string, params any) (any, error) {
 			}
 			return protocol.SecretResolveResult{Values: out}, nil
 		})
-	case "state.event", "state.work", "state.scope":
+	case "state.event":
+		return call(params, func(p protocol.IDParams) (protocol.EventResult, error) {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			ev, ok := h.events[p.ID]
+			if !ok {
+				return protocol.EventResult{}, protocol.Errorf(protocol.CodeNotFound, "no event %q", p.ID)
+			}
+			return protocol.EventResult{Event: ev}, nil
+		})
+	case "state.work", "state.scope":
 		return nil, protocol.Errorf(protocol.CodeNotFound, "not found")
 	case "state.sequence":
 		h.mu.Lock()

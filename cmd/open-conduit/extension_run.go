@@ -1,0 +1,48 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/open-conduit/open-conduit/extensions/notes"
+	"github.com/open-conduit/open-conduit/extensions/runner"
+	"github.com/open-conduit/open-conduit/protocol/sdk"
+)
+
+// bundled are the packages the binary serves itself: a manifest whose
+// command is exactly "open-conduit extension-run NAME" runs NAME here.
+var bundled = map[string]func() *sdk.Extension{
+	notes.Name:  notes.Extension,
+	runner.Name: runner.Extension,
+}
+
+// serveExtension serves an extension on the process's stdin and stdout; a
+// variable so tests can serve over pipes instead.
+var serveExtension = sdk.Serve
+
+// extensionRunCommand serves a bundled extension by name:
+// open-conduit extension-run NAME. The protocol owns stdout from here on;
+// only usage errors, before serving starts, are written to stderr.
+func extensionRunCommand(args []string, stdout, stderr io.Writer) int {
+	names := make([]string, 0, len(bundled))
+	for name := range bundled {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	if len(args) != 1 {
+		fmt.Fprintf(stderr, "usage: open-conduit extension-run NAME\nbundled extensions: %s\n", strings.Join(names, ", "))
+		return exitUsage
+	}
+	ext, ok := bundled[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "open-conduit extension-run: no bundled extension %q (bundled: %s)\n", args[0], strings.Join(names, ", "))
+		return exitUsage
+	}
+	if err := serveExtension(ext()); err != nil {
+		fmt.Fprintf(stderr, "open-conduit extension-run %s: %v\n", args[0], err)
+		return exitFail
+	}
+	return exitOK
+}

@@ -1,0 +1,25 @@
+// Package runner is an example Open Conduit executor written with the Go
+// SDK exactly as a third party would write one: it imports protocol/...
+// only and runs as its own process (cmd/runner, or the host's
+// "open-conduit extension-run runner").
+//
+// Each run is a detached job: sh -c of the binding's command, started in
+// a process group of its own with its output going to a file in the run's
+// directory under the executor's state directory, and its standard input
+// a named pipe the job itself holds open. The job's exit status is
+// written to the run's directory by a small shell wrapper, so it is on
+// disk even when no runner process saw the job end.
+//
+// Jobs outlive the runner process. What executor.recover needs (the
+// job's process group, its start time and its directory) is persisted
+// through the host's fenced execution.persist_recovery, and a restarted
+// runner adopts a job from it: a job still running is watched again, a
+// finished one reports the status it recorded, and anything else is
+// not_adoptable.
+//
+// Controls: inject appends a line to the job's input pipe, interrupt
+// sends SIGINT to the job's group, stop sends SIGTERM and then SIGKILL and
+// answers only once no process of the group is left (physical-stop
+// evidence), forget removes a settled run's directory, and live answers
+// the tail of the job's output.
+package runner
