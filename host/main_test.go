@@ -7,9 +7,12 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/open-conduit/open-conduit/protocol"
 	"github.com/open-conduit/open-conduit/protocol/jsonrpc"
@@ -86,6 +89,11 @@ func runChild(mode string) {
 			raw, err := os.ReadFile(protocol.ManifestFile)
 			if err != nil {
 				return nil, err
+			}
+			if n, ok := strings.CutPrefix(mode, "rendezvous-"); ok {
+				if err := rendezvous(n); err != nil {
+					return nil, err
+				}
 			}
 			v, err := protocol.Negotiate([]protocol.Version{protocol.Version1}, p.ProtocolVersions)
 			switch mode {
@@ -184,4 +192,27 @@ func runChild(mode string) {
 	if mode == "ignore-sigterm" {
 		select {}
 	}
+}
+
+// rendezvous announces this child beside its siblings (the packages share
+// a parent directory) and waits, bounded, until n of them are in their
+// handshake at once: it can only succeed when the host runs the
+// handshakes concurrently.
+func rendezvous(n string) error {
+	want, err := strconv.Atoi(n)
+	if err != nil {
+		return err
+	}
+	wd, _ := os.Getwd()
+	if err := os.WriteFile(filepath.Join("..", "arrived-"+filepath.Base(wd)), nil, 0o600); err != nil {
+		return err
+	}
+	for range 1000 {
+		got, _ := filepath.Glob(filepath.Join("..", "arrived-*"))
+		if len(got) >= want {
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return fmt.Errorf("only some of %d handshakes ran at once", want)
 }

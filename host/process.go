@@ -272,20 +272,36 @@ func (p *Process) Start(ctx context.Context) error {
 		}
 		return err
 	}
+	if p.state == Closed {
+		p.mu.Unlock()
+		return ErrClosed
+	}
 	p.started = true
 	p.state = Starting
 	p.mu.Unlock()
 	inst, err := p.startOnce(ctx)
+	p.mu.Lock()
+	if p.state == Closed {
+		p.mu.Unlock()
+		// Close ran while the package started and found no instance.
+		if inst != nil {
+			inst.kill(p.cfg.ReapTimeout)
+		}
+		close(p.loopDone)
+		return ErrClosed
+	}
 	switch {
 	case errors.Is(err, ErrRefused):
-		p.setState(Refused, nil, err)
+		p.setStateLocked(Refused, nil, err)
+		p.mu.Unlock()
 		close(p.loopDone)
 		return err
 	case err != nil:
-		p.setState(Backoff, nil, err)
+		p.setStateLocked(Backoff, nil, err)
 	default:
-		p.setState(Running, inst, nil)
+		p.setStateLocked(Running, inst, nil)
 	}
+	p.mu.Unlock()
 	go p.supervise(inst)
 	return err
 }

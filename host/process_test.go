@@ -175,8 +175,6 @@ func TestFaultRefusalsAreNotRestarted(t *testing.T) {
 			name := "ref-" + strings.ReplaceAll(tc.name, "_", "-")
 			if tc.kv > 0 {
 				// A newer release recorded layout 2; this one declares 1.
-				newer, _ := f.process(name+"x", manifestJSON(name+"x", "good", nil, map[string]any{"kv_version": 2}))
-				_ = newer
 				require.NoError(t, f.store.Transact(ctxT(t), func(tx runtimeTx) error {
 					return putLayout(tx, name, 2)
 				}))
@@ -293,11 +291,14 @@ func TestStderrLogIsBoundedWithAMarker(t *testing.T) {
 	assert.Contains(t, log, strings.TrimSpace(host.LogTruncatedMarker))
 }
 
+// TestStartAllRunsHandshakesTogether: each child waits in initialize
+// until all three are in their handshake, so the start succeeds only if
+// the host runs the handshakes at once rather than one after another.
 func TestStartAllRunsHandshakesTogether(t *testing.T) {
 	f := newFixture(t)
 	var procs []*host.Process
 	for _, n := range []string{"one", "two", "three"} {
-		p, _ := f.process(n, manifestJSON(n, "good", nil, nil))
+		p, _ := f.process(n, manifestJSON(n, "rendezvous-3", nil, nil))
 		procs = append(procs, p)
 	}
 	for i, err := range host.StartAll(ctxT(t), procs) {

@@ -326,7 +326,7 @@ func (e *Engine) nextDue(ctx context.Context) (time.Time, bool, error) {
 	var due time.Time
 	var ok bool
 	err := e.store.View(ctx, func(r ReadTx) error {
-		ts, err := r.DueTimers(farFuture, 1)
+		ts, err := r.DueTimers(e.clock.Now().Add(horizon), 1)
 		if err != nil || len(ts) == 0 {
 			return err
 		}
@@ -336,7 +336,9 @@ func (e *Engine) nextDue(ctx context.Context) (time.Time, bool, error) {
 	return due, ok, err
 }
 
-var farFuture = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
+// horizon is how far ahead Run looks for the next timer; a century keeps
+// the time within what a store's nanosecond timestamps represent.
+const horizon = 100 * 365 * 24 * time.Hour
 
 func (e *Engine) report(err error) {
 	if err != nil && e.cfg.OnError != nil {

@@ -47,11 +47,14 @@ const stopConfirm = 10 * time.Second
 // jobScript is the job's process group leader. It runs the command in a
 // child shell, then records the command's exit status in the run's
 // directory. It traps INT and TERM so it outlives an interrupt or a stop's
-// SIGTERM long enough to record the status; its child gets the default
-// handlers back.
+// SIGTERM long enough to record the status; the child shell gets the
+// default handlers back. The child writes one byte to file descriptor 3
+// once it runs with them, so Run answers only when an interrupt or a stop
+// can no longer reach the job half set up.
 const jobScript = `trap : INT TERM
-sh -c "$1"
+sh -c 'printf x >&3; exec 3>&-; eval "$1"' runner-command "$1"
 status=$?
+exec 3>&-
 printf '%s\n' "$status" > "$2.tmp" && mv "$2.tmp" "$2"
 exit "$status"`
 
@@ -228,9 +231,19 @@ func start(dir, runID, command string, env map[string]string) (*job, *exec.Cmd, 
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	ready, readyW, err := os.Pipe()
+	if err != nil {
 		return nil, nil, err
 	}
+	defer ready.Close()
+	cmd.ExtraFiles = []*os.File{readyW}
+	err = cmd.Start()
+	readyW.Close()
+	if err != nil {
+		return nil, nil, err
+	}
+	// One byte once the command runs; end of file if the job ended first.
+	_, _ = ready.Read(make([]byte, 1))
 	pid := cmd.Process.Pid
 	j := &job{rec: Recovery{RunID: runID, Dir: dir, PID: pid, PGID: pid, Start: processIdentity(pid)}, done: make(chan struct{})}
 	return j, cmd, nil

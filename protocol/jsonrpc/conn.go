@@ -31,9 +31,11 @@ const cancelMethod = "$/cancel"
 
 // Options configure a Conn. The zero value (or nil) is ready to use.
 type Options struct {
-	// MaxInflight is how many requests the Conn serves at once; over it a
-	// request is answered with the authored error overloaded at once,
-	// and the reader goes on. Zero means DefaultMaxInflight.
+	// MaxInflight is how many requests and notifications the Conn serves
+	// at once. Over it a request is answered at once with the authored
+	// error overloaded (-32000, data {"code":"overloaded"}), a
+	// notification is dropped and logged, and the reader goes on. Zero
+	// means DefaultMaxInflight.
 	MaxInflight int
 
 	// MaxMessageBytes caps one incoming line, newline excluded. A longer
@@ -199,6 +201,9 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any) erro
 	if err != nil {
 		return fmt.Errorf("jsonrpc: encoding params of %s: %w", method, err)
 	}
+	if err := c.checkSize(method, b); err != nil {
+		return err
+	}
 	ch := make(chan reply, 1)
 	c.mu.Lock()
 	if c.err != nil {
@@ -244,10 +249,22 @@ func (c *Conn) Notify(ctx context.Context, method string, params any) error {
 	if err != nil {
 		return fmt.Errorf("jsonrpc: encoding params of %s: %w", method, err)
 	}
+	if err := c.checkSize(method, b); err != nil {
+		return err
+	}
 	if err := c.Err(); err != nil {
 		return err
 	}
 	return c.write(b)
+}
+
+// checkSize refuses an encoded message (newline included) that the peer
+// would have to refuse, closing the connection, had it the same bound.
+func (c *Conn) checkSize(method string, b []byte) error {
+	if len(b)-1 > c.maxMessage {
+		return fmt.Errorf("%w: %s: %d bytes, over the bound of %d", ErrTooLarge, method, len(b)-1, c.maxMessage)
+	}
+	return nil
 }
 
 func appendMessage(buf []byte, id int64, notification bool, method string, params any) ([]byte, error) {
@@ -573,6 +590,11 @@ func (c *Conn) run(ctx context.Context, cancel context.CancelFunc, id []byte, re
 		return
 	}
 	*buf = append(b, "}\n"...)
+	if err := c.checkSize(req.Method, *buf); err != nil {
+		c.logf("jsonrpc: %s: result: %v", req.Method, err)
+		c.writeError(id, &wireError{Code: CodeInternal, Message: "internal error"})
+		return
+	}
 	_ = c.write(*buf)
 }
 

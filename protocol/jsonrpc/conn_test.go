@@ -454,3 +454,26 @@ func TestReuseParamsKeepsAnswersIntact(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// A message over the bound is refused before it is sent, and the
+// connection goes on: the peer would otherwise have to close it.
+func TestOversizeMessagesAreNotSent(t *testing.T) {
+	big := strings.Repeat("x", 2048)
+	a, _ := pipePair(t, nil, jsonrpc.Methods{
+		"big":  func(context.Context, *jsonrpc.Request) (any, error) { return []string{big}, nil },
+		"echo": func(_ context.Context, req *jsonrpc.Request) (any, error) { return req.Params, nil },
+	}, &jsonrpc.Options{MaxMessageBytes: 1024}, &jsonrpc.Options{MaxMessageBytes: 1024})
+
+	err := a.Call(t.Context(), "echo", []string{big}, nil)
+	assert.ErrorIs(t, err, jsonrpc.ErrTooLarge)
+	assert.NotErrorIs(t, err, jsonrpc.ErrTransport)
+	assert.ErrorIs(t, a.Notify(t.Context(), "echo", []string{big}), jsonrpc.ErrTooLarge)
+
+	var rpcErr *jsonrpc.Error
+	require.ErrorAs(t, a.Call(t.Context(), "big", nil, nil), &rpcErr)
+	assert.Equal(t, jsonrpc.CodeInternal, rpcErr.Code)
+
+	var out []string
+	require.NoError(t, a.Call(t.Context(), "echo", []string{"small"}, &out))
+	assert.Equal(t, []string{"small"}, out)
+}

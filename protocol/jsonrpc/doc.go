@@ -1,9 +1,10 @@
 // Package jsonrpc is the transport of the extension protocol: symmetric
 // JSON-RPC 2.0 over a pair of byte streams, one JSON object per line.
 //
-// It owns framing (a line of at most Options.MaxMessageBytes; a longer
+// It owns framing (a line of at most Options.MaxMessageBytes: a longer
 // line or one that is not JSON closes the connection with a protocol
-// error), request ids (an int64 counter per sender), matching responses
+// error, and a message over the bound is refused before it is sent),
+// request ids (an int64 counter per sender), matching responses
 // that arrive in any order, notifications, cancellation with $/cancel
 // {"id": N}, the bound on requests served at once (answered with
 // overloaded, never by pausing the reader, since the reader also delivers

@@ -81,6 +81,12 @@ var (
 	// with the error's text as the message.
 	ErrInvalidParams = errors.New("invalid params")
 
+	// ErrTooLarge is wrapped by the error Call or Notify returns when the
+	// message would exceed Options.MaxMessageBytes. Nothing is sent, and
+	// the connection stays up. A result over the bound is answered as an
+	// internal error.
+	ErrTooLarge = errors.New("jsonrpc: message too large")
+
 	// ErrMethodNotFound, returned (wrapped) by a handler, answers -32601
 	// with the error's text as the message.
 	ErrMethodNotFound = errors.New("method not found")
