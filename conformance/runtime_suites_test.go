@@ -184,6 +184,28 @@ func TestToolbeltSuiteReference(t *testing.T) {
 	conformance.RunToolbelt(t, toolbeltDriver(t, false))
 }
 
+// refWaitOperation subscribes upstream once per request, then declares a
+// Wait on the subscription's key.
+type refWaitOperation struct{ refOperation }
+
+func (o *refWaitOperation) PlanWait(ctx context.Context, call runtime.Call) (runtime.WaitRequest, json.RawMessage, error) {
+	res, err := o.Handle(ctx, call)
+	return runtime.WaitRequest{Keys: []string{"ref:" + call.RequestID}, Description: "subscription"}, res, err
+}
+
+func TestToolbeltSuiteWaitOperation(t *testing.T) {
+	d := toolbeltDriver(t, false)
+	d.New = func(context.Context) (conformance.ToolbeltTarget, error) {
+		op := &refWaitOperation{}
+		return conformance.ToolbeltTarget{
+			Name: "ref.subscribe", Operation: op,
+			Owner:   runtime.Emitter{Name: "ref", Scopes: []string{conformance.ToolbeltScope}},
+			Effects: op.count,
+		}, nil
+	}
+	conformance.RunToolbelt(t, d)
+}
+
 func TestToolbeltSuiteNegativeControl(t *testing.T) {
 	err := conformance.CheckToolbelt(t.Context(), toolbeltDriver(t, true))
 	require.Error(t, err, "the suite passed a handler that is not idempotent on the request ID")

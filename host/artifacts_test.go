@@ -34,6 +34,7 @@ func TestServiceArtifactsAndRecovery(t *testing.T) {
 				p, _ := fx.process("runx", raw, func(cfg *host.Config) {
 					svc = host.NewService(host.ServiceConfig{Manifest: cfg.Package.Manifest, Store: st, Blobs: st})
 					cfg.Service = svc
+					cfg.Configure = func() protocol.ConfigureParams { return protocol.ConfigureParams{} }
 				})
 				require.NoError(t, p.Start(ctxT(t)))
 				c = relay{p}

@@ -50,13 +50,26 @@ func generationOf(s conformance.ExtensionSpec) protocol.ConfigureParams {
 }
 
 func inProcessServices(ctx context.Context, t *testing.T, specs []conformance.ExtensionSpec) (runtime.Store, map[string]*host.Service, error) {
+	return servicesWith(ctx, t, specs, nil)
+}
+
+// servicesWith builds the services over one store; engine, when set,
+// makes an engine over the store that the services emit through.
+func servicesWith(ctx context.Context, t *testing.T, specs []conformance.ExtensionSpec, engine func(runtime.Store) (host.Engine, error)) (runtime.Store, map[string]*host.Service, error) {
 	st, err := openSuiteStore(ctx, t.TempDir(), specs)
 	if err != nil {
 		return nil, nil, err
 	}
+	var eng host.Engine
+	if engine != nil {
+		if eng, err = engine(st); err != nil {
+			st.Close()
+			return nil, nil, err
+		}
+	}
 	svcs := map[string]*host.Service{}
 	for _, s := range specs {
-		svc := host.NewService(host.ServiceConfig{Manifest: s.Manifest, Store: st})
+		svc := host.NewService(host.ServiceConfig{Manifest: s.Manifest, Store: st, Engine: eng})
 		if err := svc.Configure(generationOf(s), protocol.ConfigureResult{}); err != nil {
 			st.Close()
 			return nil, nil, err
@@ -155,7 +168,34 @@ func wireDriver(t *testing.T) conformance.ExtensionHostDriver {
 	}
 }
 
-func TestExtensionKVInProcess(t *testing.T) { conformance.RunExtensionKV(t, inProcessDriver(t)) }
+// engineDriver is the in-process service emitting through a runtime
+// engine, as the daemon composes it.
+func engineDriver(t *testing.T) conformance.ExtensionHostDriver {
+	return conformance.ExtensionHostDriver{
+		Start: func(ctx context.Context, specs []conformance.ExtensionSpec) (map[string]conformance.ExtensionHost, func() error, error) {
+			var engine *runtime.Engine
+			st, svcs, err := servicesWith(ctx, t, specs, func(st runtime.Store) (host.Engine, error) {
+				var err error
+				engine, err = runtime.New(runtime.Config{Store: st})
+				return engine, err
+			})
+			if err != nil {
+				return nil, nil, err
+			}
+			hosts := map[string]conformance.ExtensionHost{}
+			for n, svc := range svcs {
+				hosts[n] = svc
+			}
+			return hosts, func() error { engine.Close(); return st.Close() }, nil
+		},
+	}
+}
+
+func TestExtensionKVInProcess(t *testing.T)  { conformance.RunExtensionKV(t, inProcessDriver(t)) }
+func TestExtensionKVWithEngine(t *testing.T) { conformance.RunExtensionKV(t, engineDriver(t)) }
+func TestExtensionEmissionsWithEngine(t *testing.T) {
+	conformance.RunExtensionEmissions(t, engineDriver(t))
+}
 func TestExtensionKVOverTheWire(t *testing.T) {
 	conformance.RunExtensionKV(t, wireDriver(t))
 }

@@ -47,7 +47,11 @@ func wireError(err error) error {
 	}
 	var pe *protocol.Error
 	if errors.As(err, &pe) {
-		return pe
+		if error(pe) == err {
+			return pe
+		}
+		// Keep the context the host added ("emission 1: …").
+		return &protocol.Error{Code: pe.Code, Message: err.Error(), ResetAt: pe.ResetAt}
 	}
 	for _, m := range runtimeErrors {
 		if errors.Is(err, m.from) {

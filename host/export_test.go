@@ -1,4 +1,7 @@
 package host
 
-// WireError exposes the error mapping to the tests.
-var WireError = wireError
+// WireError and ProtocolToRuntime expose the error mapping to the tests.
+var (
+	WireError         = wireError
+	ProtocolToRuntime = protocolToRuntime
+)

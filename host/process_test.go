@@ -322,3 +322,22 @@ func TestFaultReentrantCallOverTheWire(t *testing.T) {
 	assert.NotEqual(t, string(protocol.CodeReentrantCall), res.Code)
 	assert.Contains(t, readLog(t, f.state, "reenter"), "refused kv.get")
 }
+
+func TestReconfigureWithoutRestart(t *testing.T) {
+	f := newFixture(t)
+	scope := "s1"
+	p, svc := f.process("recon", manifestJSON("recon", "good", nil, nil), func(c *host.Config) {
+		c.Configure = func() protocol.ConfigureParams {
+			return protocol.ConfigureParams{Entries: []protocol.ConfigEntry{{ScopeID: scope, ID: "e", Type: "recon"}}}
+		}
+	})
+	require.NoError(t, p.Start(ctxT(t)))
+	assert.Equal(t, []string{"s1"}, svc.Scopes())
+	scope = "s2"
+	require.NoError(t, p.Reconfigure(ctxT(t)))
+	assert.Equal(t, []string{"s2"}, svc.Scopes())
+	assert.Equal(t, uint64(1), p.Generation(), "no restart")
+	raw, err := os.ReadFile(filepath.Join(f.root, "recon", "configured.json"))
+	require.NoError(t, err)
+	assert.Contains(t, string(raw), `"s2"`)
+}

@@ -25,6 +25,21 @@ type SecretResolver interface {
 	ResolveSecrets(ctx context.Context, connection string, names []string) (map[string]string, error)
 }
 
+// Engine is the part of the runtime engine the service goes through when
+// one runs, so an extension's emissions meet the engine's own checks and
+// causal limits (depth and per-minute, each refusal recorded for the
+// operator) and its cancellations stop running attempts, exactly as for an
+// in-process caller. *runtime.Engine implements it.
+type Engine interface {
+	Emit(ctx context.Context, em runtime.Emitter, batch runtime.KVBatch, emissions []runtime.Emission) ([]runtime.EmissionOutcome, error)
+	CancelWork(ctx context.Context, workID string) error
+	// Kick wakes the engine after the service wrote Events or timers
+	// through the store.
+	Kick()
+}
+
+var _ Engine = (*runtime.Engine)(nil)
+
 // ServiceConfig configures the host service of one extension.
 type ServiceConfig struct {
 	// Manifest is the identity: the package the host started. Nothing the
@@ -37,7 +52,11 @@ type ServiceConfig struct {
 	Blobs runtime.BlobStore
 	// Secrets resolves secret values; nil refuses secret.resolve.
 	Secrets SecretResolver
-	// MaxCausalDepth bounds derived chains (default DefaultMaxCausalDepth).
+	// Engine, when set, accepts kv.commit emissions and cancels Work; without
+	// it the service writes through Store and bounds only a chain's depth.
+	Engine Engine
+	// MaxCausalDepth bounds derived chains without an Engine (default
+	// DefaultMaxCausalDepth).
 	MaxCausalDepth int
 	// Logf receives the host's lines about refused calls.
 	Logf func(format string, args ...any)
@@ -465,6 +484,9 @@ func (s *Service) kvCommit(ctx context.Context, p protocol.KVCommitParams) (prot
 	if err != nil {
 		return out, err
 	}
+	if s.cfg.Engine != nil {
+		return s.kvCommitEngine(ctx, st, g, batch, p.Emissions)
+	}
 	var outcomes []protocol.EmissionOutcome
 	err = st.Transact(ctx, func(tx runtime.Tx) error {
 		outcomes = outcomes[:0]
@@ -526,7 +548,16 @@ func (s *Service) eventAccept(ctx context.Context, p protocol.EventAcceptParams)
 	if errors.Is(err, protocol.ErrCausalLimit) {
 		s.logf("event.accept refused: %v", err)
 	}
+	if err == nil {
+		s.kick()
+	}
 	return out, err
+}
+
+func (s *Service) kick() {
+	if s.cfg.Engine != nil {
+		s.cfg.Engine.Kick()
+	}
 }
 
 // Scopes lists the scopes the last configuration generation configured
@@ -539,4 +570,56 @@ func (s *Service) Scopes() []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// emitter is the extension's emission authority for the engine.
+func (s *Service) emitter() runtime.Emitter {
+	em := runtime.Emitter{Name: s.name, Scopes: s.Scopes()}
+	for f := range declaredFamilies(s.cfg.Manifest) {
+		em.Families = append(em.Families, f)
+	}
+	slices.Sort(em.Families)
+	return em
+}
+
+// kvCommitEngine hands a checked batch to the engine. A derived emission
+// without a scope takes its parent's, which must be visible.
+func (s *Service) kvCommitEngine(ctx context.Context, st runtime.Store, g generation, batch runtime.KVBatch, ems []protocol.Emission) (protocol.KVCommitResult, error) {
+	var out protocol.KVCommitResult
+	rems := make([]runtime.Emission, len(ems))
+	err := st.View(ctx, func(tx runtime.ReadTx) error {
+		for i, e := range ems {
+			scope := e.ScopeID
+			if e.Parent != "" {
+				parent, err := tx.Event(e.Parent)
+				if err != nil && !errors.Is(err, runtime.ErrNotFound) {
+					return err
+				}
+				if err != nil || !g.scopes[parent.ScopeID] || scope != "" && scope != parent.ScopeID {
+					return protocol.Errorf(protocol.CodeInvalid, "emission %d: parent %q is not an accepted Event of the emission's configured scope", i, e.Parent)
+				}
+				scope = parent.ScopeID
+			}
+			rems[i] = runtime.Emission{Source: e.Source, DeliveryID: e.DeliveryID, ScopeID: scope, Family: e.Family,
+				Type: e.Type, Schema: e.Schema, Payload: e.Payload, Parent: e.Parent, Works: e.Works, OccurredAt: e.OccurredAt}
+		}
+		return nil
+	})
+	if err != nil {
+		return out, err
+	}
+	outcomes, err := s.cfg.Engine.Emit(ctx, s.emitter(), batch, rems)
+	if err != nil {
+		return out, err
+	}
+	for i, o := range outcomes {
+		if o.Refused != nil {
+			s.logf("emission %d refused alone: %v", i, o.Refused)
+			out.Accepted = append(out.Accepted, protocol.EmissionOutcome{Refused: protocol.CodeOf(wireError(o.Refused))})
+			continue
+		}
+		ev := wireEvent(o.Event)
+		out.Accepted = append(out.Accepted, protocol.EmissionOutcome{Event: &ev, Added: o.Added})
+	}
+	return out, nil
 }

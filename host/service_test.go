@@ -77,6 +77,9 @@ func seed(t *testing.T, st runtime.Store) (foreignWork, foreignEvent, ownKindWor
 			return err
 		}
 		ownKindWork = w.ID
+		if _, err := tx.PutWait(runtime.Wait{ID: "wait-1", WorkID: w.ID, Keys: []string{"k"}, Owner: "mine", State: runtime.WaitActive}); err != nil {
+			return err
+		}
 		ev, _, err := tx.AcceptEvent(runtime.Envelope{Source: "theirs/in", DeliveryID: "x", ScopeID: "s2", Family: "theirs.note"})
 		foreignEvent = ev.ID
 		return err
@@ -255,6 +258,14 @@ func TestServiceTimersWorkCancelAndIngress(t *testing.T) {
 		require.NoError(t, c.mine.Call(ctx, "timer.cancel", protocol.TimerCancelParams{Key: "k"}, &cancelled))
 		assert.True(t, cancelled.Cancelled)
 
+		require.NoError(t, c.mine.Call(ctx, "wait.progress", protocol.WaitProgressParams{WorkID: c.ownKindWork, Progress: "half way\nsecond line"}, nil))
+		require.NoError(t, c.store.View(ctx, func(tx runtime.ReadTx) error {
+			w, err := tx.ActiveWait(c.ownKindWork)
+			assert.Equal(t, "half way", w.Progress)
+			return err
+		}))
+		assert.ErrorIs(t, c.mine.Call(ctx, "wait.progress", protocol.WaitProgressParams{WorkID: c.foreignWork, Progress: "x"}, nil), protocol.ErrNotFound)
+
 		assert.ErrorIs(t, c.mine.Call(ctx, "work.cancel", protocol.WorkCancelParams{WorkID: c.foreignWork}, nil), protocol.ErrNotFound)
 		var wc protocol.WorkCancelResult
 		require.NoError(t, c.mine.Call(ctx, "work.cancel", protocol.WorkCancelParams{WorkID: c.ownKindWork}, &wc))
@@ -286,8 +297,26 @@ func TestRuntimeErrorsMapOntoProtocolCodes(t *testing.T) {
 		assert.ErrorIs(t, got, to, "%v", from)
 		var pe *protocol.Error
 		require.ErrorAs(t, got, &pe)
+		// And back, for what an extension answers the engine: the first
+		// runtime sentinel of the same protocol code.
+		back := host.ProtocolToRuntime(to)
+		assert.Error(t, back)
+		if from != context.DeadlineExceeded && from != runtime.ErrTooLarge {
+			assert.ErrorIs(t, back, from, "%v", to)
+		}
 	}
 	assert.ErrorIs(t, host.WireError(errors.New("boom with detail")), protocol.ErrInternal)
 	assert.NotContains(t, host.WireError(errors.New("boom with detail")).Error(), "detail")
 	assert.ErrorIs(t, host.WireError(protocol.ErrKVDowngrade), protocol.ErrKVDowngrade)
+}
+
+// TestServedMethodsAreExtensionToHost: every method the service serves is
+// in the catalogue as an extension-to-host method.
+func TestServedMethodsAreExtensionToHost(t *testing.T) {
+	for _, name := range host.ServedMethods() {
+		m, ok := protocol.LookupMethod(name)
+		if assert.True(t, ok, name) {
+			assert.Equal(t, protocol.ExtensionToHost, m.Direction, name)
+		}
+	}
 }

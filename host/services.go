@@ -54,6 +54,9 @@ func (s *Service) timerArm(ctx context.Context, p protocol.TimerArmParams) (prot
 		out.Timer = wireTimer(s.timerPrefix(), t)
 		return err
 	})
+	if err == nil {
+		s.kick()
+	}
 	return out, err
 }
 
@@ -118,6 +121,25 @@ func (s *Service) workCancel(ctx context.Context, p protocol.WorkCancelParams) (
 	st, err := s.store()
 	if err != nil {
 		return out, err
+	}
+	if s.cfg.Engine != nil {
+		var open bool
+		err := st.View(ctx, func(tx runtime.ReadTx) error {
+			w, err := s.visibleWork(tx, g, p.WorkID)
+			if err != nil {
+				return err
+			}
+			if !s.ownKind(w.Kind) {
+				return protocol.Errorf(protocol.CodeUnauthorized, "work %q is of kind %q, not one of %s's", p.WorkID, w.Kind, s.name)
+			}
+			open = !w.State.Terminal()
+			return nil
+		})
+		if err != nil || !open {
+			return out, err
+		}
+		out.Cancelled = true
+		return out, s.cfg.Engine.CancelWork(ctx, p.WorkID)
 	}
 	err = st.Transact(ctx, func(tx runtime.Tx) error {
 		w, err := s.visibleWork(tx, g, p.WorkID)
@@ -222,6 +244,9 @@ func (s *Service) ingressDeliver(ctx context.Context, p protocol.IngressDeliverP
 		}
 		return nil
 	})
+	if err == nil {
+		s.kick()
+	}
 	return out, err
 }
 

@@ -48,6 +48,30 @@ func BenchmarkIngressToWork(b *testing.B) {
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
 		require.Len(b, h.works(b), min(b.N, runtime.DefaultPageLimit))
 	})
+	// A burst: the Events are pushed one by one, then routed in batches.
+	b.Run("push_burst_then_route", func(b *testing.B) {
+		h := newHarness(b, runtime.Config{
+			Sources:  map[string]runtime.Source{"up": {ScopeID: "s1", Ingress: &fakeSource{}}},
+			Handlers: map[string]runtime.RouteHandler{"keyed": &keyedHandler{}},
+			Routes:   map[string][]runtime.Route{"s1": {{Handler: "keyed", Kind: "task", Binding: "b"}}},
+		})
+		b.ResetTimer()
+		for i := range b.N {
+			body, _ := json.Marshal([]string{fmt.Sprint("k", i)})
+			if _, err := h.engine.Push(ctx, "up", runtime.Delivery{ID: fmt.Sprint(i), Body: body}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for routed := 0; routed < b.N; {
+			n, err := h.engine.RoutePending(ctx)
+			if err != nil || n == 0 {
+				b.Fatal(n, err)
+			}
+			routed += n
+		}
+		b.StopTimer()
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+	})
 }
 
 // parkedExecutor's runs never end while observed, so only the start is

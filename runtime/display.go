@@ -86,6 +86,9 @@ func checkLine(field, s string, max int) error {
 	if !utf8.ValidString(s) {
 		return fmt.Errorf("%w: %s is not valid UTF-8", ErrInvalid, field)
 	}
+	if strings.ContainsAny(s, lineBreaks) {
+		return fmt.Errorf("%w: %s is not one line", ErrInvalid, field)
+	}
 	for _, r := range s {
 		if unicode.IsControl(r) {
 			return fmt.Errorf("%w: %s is not one line without control characters", ErrInvalid, field)
@@ -94,12 +97,16 @@ func checkLine(field, s string, max int) error {
 	return nil
 }
 
+// lineBreaks end a line: the control characters CR and LF and Unicode's
+// line and paragraph separators, which are not control characters.
+const lineBreaks = "\r\n\u2028\u2029"
+
 // ClipLine fits text to one line within max bytes: it keeps the first
 // line, drops other control characters and invalid UTF-8, trims spaces and
 // cuts on a rune boundary. Wait descriptions and progress go through it,
 // so an agent's text never fails a wait.
 func ClipLine(s string, max int) string {
-	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
+	if i := strings.IndexAny(s, lineBreaks); i >= 0 {
 		s = s[:i]
 	}
 	var b strings.Builder

@@ -38,8 +38,8 @@ const routingCursorKey = "cursor"
 
 func routeRecordKey(eventID string) string { return keyJoin("route", eventID) }
 
-// maxRouteRetries bounds how often one Event's routing re-runs after
-// revision conflicts before the pass gives up (and retries next pass).
+// maxRouteRetries bounds how often one Event's routing is decided again
+// after revision conflicts before the pass gives up (and retries later).
 const maxRouteRetries = 8
 
 // RoutingCursor is the sequence of the last routed Event.
@@ -67,9 +67,12 @@ func (e *Engine) RouteRecordOf(ctx context.Context, eventID string) (RouteRecord
 }
 
 // RoutePending routes the Events after the routing cursor, in sequence
-// order, one transaction each, and returns how many it routed. Handlers
-// run outside any transaction on a detached snapshot. A handler error
-// ends the pass with the Event still pending; routing is retried.
+// order, and returns how many it routed. Handlers run outside any
+// transaction on a detached snapshot; their decisions for up to
+// RouteBatch Events then apply in one transaction. An Event whose
+// snapshot went stale (a Work it names changed since) is decided again.
+// A handler error ends the pass with that Event still pending; routing is
+// retried.
 func (e *Engine) RoutePending(ctx context.Context) (int, error) {
 	var (
 		cursor int64
@@ -86,44 +89,84 @@ func (e *Engine) RoutePending(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	routed := 0
-	for _, ev := range events {
-		if err := e.routeEvent(ctx, ev); err != nil {
-			return routed, fmt.Errorf("event %s: %w", ev.ID, err)
+	routed, reruns := 0, 0
+	for len(events) > 0 {
+		var (
+			batch     []decision
+			decideErr error
+		)
+		for _, ev := range events[:min(len(events), RouteBatch)] {
+			d, err := e.decideEvent(ctx, ev)
+			if err != nil {
+				decideErr = fmt.Errorf("event %s: %w", ev.ID, err)
+				break
+			}
+			batch = append(batch, d)
 		}
-		routed++
+		applied := 0
+		if len(batch) > 0 {
+			err := e.store.Transact(ctx, func(tx Tx) error {
+				applied = 0
+				for _, d := range batch {
+					err := e.applyRoute(tx, d)
+					if errors.Is(err, errRerun) {
+						break // what applied so far commits; the rest is decided again
+					}
+					if err != nil {
+						return fmt.Errorf("event %s: %w", d.ev.ID, err)
+					}
+					applied++
+				}
+				return nil
+			})
+			if err != nil {
+				return routed, err
+			}
+		}
+		routed += applied
+		if applied > 0 {
+			e.Kick()
+		}
+		if decideErr != nil && applied == len(batch) {
+			return routed, decideErr
+		}
+		if applied == 0 {
+			if reruns++; reruns > maxRouteRetries {
+				return routed, fmt.Errorf("event %s: %w %d times", events[0].ID, errRerun, reruns)
+			}
+		} else {
+			reruns = 0
+		}
+		events = events[applied:]
 	}
 	return routed, nil
 }
+
+// RouteBatch is the most Events one routing transaction applies.
+const RouteBatch = 64
 
 // snapshot is what a routing decision was made on.
 type snapshot struct {
 	work *Work // the Work the Event names, if any
 }
 
-var errRerun = errors.New("routing input changed; re-run")
+// decision is one Event's routing verdict, to apply.
+type decision struct {
+	ev   Event
+	snap snapshot
+	idx  int // the matching route, -1 if none
+	dec  RouteDecision
+}
 
-func (e *Engine) routeEvent(ctx context.Context, ev Event) error {
-	for attempt := 0; ; attempt++ {
-		snap, err := e.takeSnapshot(ctx, ev)
-		if err != nil {
-			return err
-		}
-		idx, dec, err := e.decide(ctx, ev, snap)
-		if err != nil {
-			return err
-		}
-		err = e.store.Transact(ctx, func(tx Tx) error {
-			return e.applyRoute(tx, ev, snap, idx, dec)
-		})
-		if errors.Is(err, errRerun) && attempt < maxRouteRetries {
-			continue
-		}
-		if err == nil && len(e.cfg.Routes[ev.ScopeID]) > 0 {
-			e.Kick()
-		}
-		return err
+var errRerun = errors.New("routing input changed; decided again")
+
+func (e *Engine) decideEvent(ctx context.Context, ev Event) (decision, error) {
+	snap, err := e.takeSnapshot(ctx, ev)
+	if err != nil {
+		return decision{}, err
 	}
+	idx, dec, err := e.decide(ctx, ev, snap)
+	return decision{ev: ev, snap: snap, idx: idx, dec: dec}, err
 }
 
 func (e *Engine) takeSnapshot(ctx context.Context, ev Event) (snapshot, error) {
@@ -175,7 +218,8 @@ func (e *Engine) match(ctx context.Context, ev Event, snap snapshot, route Route
 	return e.cfg.Handlers[route.Handler].Match(ctx, in)
 }
 
-func (e *Engine) applyRoute(tx Tx, ev Event, snap snapshot, idx int, dec RouteDecision) error {
+func (e *Engine) applyRoute(tx Tx, d decision) error {
+	ev, snap, idx, dec := d.ev, d.snap, d.idx, d.dec
 	var cursor int64
 	if _, err := kvGetJSON(tx, NamespaceRouting, routingCursorKey, &cursor); err != nil {
 		return err
@@ -185,7 +229,12 @@ func (e *Engine) applyRoute(tx Tx, ev Event, snap snapshot, idx int, dec RouteDe
 	}
 	if snap.work != nil {
 		// The handler saw this Work; if it changed since, decide again.
+		// This comes before any write, so the transaction may still
+		// commit the Events applied before this one.
 		w, err := tx.Work(snap.work.ID)
+		if err != nil && !isNotFound(err) {
+			return err
+		}
 		if err != nil || w.Revision != snap.work.Revision {
 			return errRerun
 		}
@@ -224,6 +273,7 @@ func (e *Engine) applyMatch(tx Tx, ev Event, snap snapshot, route Route, dec Rou
 
 	// Wake the active Waits on the Event's keys.
 	woken := map[string]bool{}
+	var wokenWork string
 	for _, key := range keys {
 		waits, err := tx.WaitsForKey(key)
 		if err != nil {
@@ -243,6 +293,9 @@ func (e *Engine) applyMatch(tx Tx, ev Event, snap snapshot, route Route, dec Rou
 			if err := e.wake(tx, w, ev); err != nil {
 				return err
 			}
+			if wokenWork == "" {
+				wokenWork = w.WorkID
+			}
 			rec.Woke = append(rec.Woke, w.ID)
 		}
 	}
@@ -251,6 +304,14 @@ func (e *Engine) applyMatch(tx Tx, ev Event, snap snapshot, route Route, dec Rou
 	work, found, err := e.openWorkByKeys(tx, ev.ScopeID, keys)
 	if err != nil {
 		return err
+	}
+	if !found && wokenWork != "" {
+		// Input that woke a Wait goes to its Work, which takes the
+		// match's display, rather than starting Work of its own.
+		if work, err = tx.Work(wokenWork); err != nil {
+			return err
+		}
+		found = true
 	}
 	if found {
 		rec.Disposition, rec.WorkID = DispositionAttached, work.ID
@@ -270,9 +331,6 @@ func (e *Engine) applyMatch(tx Tx, ev Event, snap snapshot, route Route, dec Rou
 		}
 		if changed {
 			if _, err := tx.PutWork(work); err != nil {
-				if errors.Is(err, ErrConflict) {
-					return errRerun
-				}
 				return err
 			}
 		}

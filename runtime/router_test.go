@@ -232,3 +232,28 @@ func TestClipLine(t *testing.T) {
 	assert.Equal(t, "ok", runtime.ClipLine("  ok \r\nrest", 200))
 	assert.Equal(t, "ab", runtime.ClipLine("a\xffb", 200))
 }
+
+// Events decided together apply in one transaction; an Event whose
+// snapshot an earlier Event of the batch made stale is decided again.
+func TestRoutingBatchDecidesStaleEventAgain(t *testing.T) {
+	kh := &keyedHandler{}
+	h := routingHarness(t, kh)
+	first := accept(t, h, testEnvelope("src", "1", "s1", payload{Match: true, Key: "k"}))
+	routeAll(t, h)
+	workID := record(t, h, first[0].ID).WorkID
+
+	retitle := runtime.Display{Title: "Retitled"}
+	named := testEnvelope("src", "3", "s1", payload{Match: true, Key: "k"})
+	named.Works = []string{workID}
+	evs := accept(t, h, testEnvelope("src", "2", "s1", payload{Match: true, Key: "k", Display: &retitle}), named)
+	calls := kh.calls.Load()
+	n, err := h.engine.RoutePending(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, 2, n)
+	assert.Equal(t, calls+3, kh.calls.Load(), "the second Event was decided again on a fresh snapshot")
+	for _, ev := range evs {
+		rec := record(t, h, ev.ID)
+		assert.Equal(t, runtime.DispositionAttached, rec.Disposition)
+		assert.Equal(t, workID, rec.WorkID)
+	}
+}

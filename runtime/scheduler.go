@@ -186,6 +186,9 @@ func (e *Engine) start(ctx context.Context, w Work, pool string) (Execution, err
 		return Execution{}, err
 	}
 	a := &attempt{exec: x, work: w, executor: executor, pool: pool}
+	// The attempt is observed from here on, so Drain waits for it even
+	// while Run is still being called.
+	e.observers.Add(1)
 	req := RunRequest{
 		ExecutionID: x.ID, Attempt: x.Attempt, Epoch: x.Epoch, Work: w,
 		Trigger: trigger, Inputs: inputs, PersistRecovery: e.persister(x.ID, x.Epoch),
@@ -198,7 +201,6 @@ func (e *Engine) start(ctx context.Context, w Work, pool string) (Execution, err
 		handle, err = executor.Run(ctx, req)
 	}
 	if err != nil {
-		e.observers.Add(1)
 		go func() {
 			defer e.observers.Done()
 			e.settle(a, RunResult{State: ExecutionFailed, Error: "run: " + err.Error()})
@@ -221,7 +223,6 @@ func (e *Engine) start(ctx context.Context, w Work, pool string) (Execution, err
 		e.report(fmt.Errorf("execution %s: mark running: %w", x.ID, err))
 	}
 	a.exec = x
-	e.observers.Add(1)
 	go func() {
 		defer e.observers.Done()
 		e.observe(a, handle)
@@ -320,7 +321,8 @@ func (e *Engine) recoverRun(ctx context.Context, a *attempt) (RunHandle, error) 
 // stopAndRetry stops a run that could not be adopted and, once the stop
 // is confirmed, ends the attempt as stopped, which retries the Work. A
 // stop that fails leaves the attempt as it is for an operator: nothing
-// retries a run that may still be going.
+// retries a run that may still be going. An executor without Stop cannot
+// confirm anything; its run is taken as ended.
 func (e *Engine) stopAndRetry(ctx context.Context, a *attempt, cause error) {
 	if s, ok := a.executor.(Stopper); ok {
 		if err := s.Stop(ctx, a.exec.ID, a.exec.Epoch); err != nil {

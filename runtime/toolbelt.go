@@ -26,7 +26,8 @@ func (e *OperationError) Error() string { return e.Code + ": " + e.Message }
 // handler. If the call ends after the handler's effect and before that
 // commit, nothing is committed and the retry runs the handler again, which
 // is why a handler must be idempotent on the request ID. A call without a
-// request ID is never replayed.
+// request ID is never replayed. auth must come from Engine.Authority for
+// the calling execution, never from the caller's own word.
 func (e *Engine) Call(ctx context.Context, auth Authority, operation, requestID string, input json.RawMessage) (json.RawMessage, error) {
 	spec, ok := e.cfg.Operations[operation]
 	if !ok {

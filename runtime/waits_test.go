@@ -52,6 +52,9 @@ func TestWaitOneActiveClippedAndOwned(t *testing.T) {
 	routeAll(t, h)
 	rec := record(t, h, evs[0].ID)
 	assert.Equal(t, []string{wt.ID}, rec.Woke)
+	assert.Equal(t, runtime.DispositionAttached, rec.Disposition)
+	assert.Equal(t, w.ID, rec.WorkID, "the input goes where its Wait sends it")
+	assert.Len(t, h.works(t), 1, "no Work of its own")
 	h.view(t, func(r runtime.ReadTx) error {
 		got, err = r.Wait(wt.ID)
 		return err

@@ -48,6 +48,18 @@ var children = map[string]func() *sdk.Extension{
 }
 
 func TestMain(m *testing.M) {
+	// Run by the host as "open-conduit extension-run notes" would be.
+	if len(os.Args) == 3 && os.Args[1] == "extension-run" && os.Args[2] == notes.Name {
+		release := 3
+		if r, err := strconv.Atoi(os.Getenv(releaseEnv)); err == nil {
+			release = r
+		}
+		if err := sdk.Serve(notes.Release(release)); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if name := os.Getenv(childEnv); name != "" {
 		mk, ok := children[name]
 		if !ok {
@@ -123,7 +135,8 @@ func (l *lockedBuffer) String() string {
 type process struct {
 	conn   *jsonrpc.Conn
 	stderr *lockedBuffer
-	exited chan error
+	exited chan error    // receives how the process ended
+	done   chan struct{} // closed once it ended
 }
 
 // startProcess starts cmd with the protocol on its stdio, served on this
@@ -134,20 +147,23 @@ func startProcess(t *testing.T, cmd *exec.Cmd, host *sdktest.Host) *process {
 	require.NoError(t, err)
 	fromChildR, fromChildW, err := os.Pipe()
 	require.NoError(t, err)
-	p := &process{stderr: &lockedBuffer{}, exited: make(chan error, 1)}
+	p := &process{stderr: &lockedBuffer{}, exited: make(chan error, 1), done: make(chan struct{})}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = toChildR, fromChildW, p.stderr
 	require.NoError(t, cmd.Start())
 	toChildR.Close()
 	fromChildW.Close()
-	go func() { p.exited <- cmd.Wait() }()
+	go func() {
+		p.exited <- cmd.Wait()
+		close(p.done)
+	}()
 	p.conn = jsonrpc.NewConn(fromChildR, toChildW, host.Handler(), &jsonrpc.Options{DecodeError: sdk.DecodeError})
 	t.Cleanup(func() {
 		p.conn.Close() // end of input: the extension exits
 		select {
-		case <-p.exited:
+		case <-p.done:
 		case <-time.After(30 * time.Second):
 			cmd.Process.Kill()
-			<-p.exited
+			<-p.done
 			t.Errorf("the extension did not exit at end of input")
 		}
 	})

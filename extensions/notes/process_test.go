@@ -35,7 +35,6 @@ func TestStrayStdout(t *testing.T) {
 	}
 	require.NoError(t, p.conn.Call(ctx, "shutdown", protocol.Empty{}, nil))
 	require.NoError(t, <-p.exited, "the extension exits after shutdown")
-	p.exited <- nil // for the cleanup
 	assert.Contains(t, p.stderr.String(), "stray line from a handler")
 }
 
@@ -56,6 +55,5 @@ func TestBinary(t *testing.T) {
 
 	p.conn.Close()
 	require.NoError(t, <-p.exited, "end of input ends the process cleanly")
-	p.exited <- nil
 	assert.ErrorIs(t, p.conn.Call(ctx, "route.match", protocol.RouteMatchParams{}, nil), jsonrpc.ErrTransport)
 }

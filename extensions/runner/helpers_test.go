@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"sync"
 	"syscall"
 	"testing"
@@ -23,7 +25,27 @@ import (
 
 const childEnv = "RUNNER_TEST_CHILD"
 
+// pidFile is where a runner the host started notes its pid.
+const pidFile = "pid"
+
 func TestMain(m *testing.M) {
+	// Run by the host as "open-conduit extension-run runner" would be,
+	// leaving its pid in its state directory so a test can crash it.
+	if len(os.Args) == 3 && os.Args[1] == "extension-run" && os.Args[2] == runner.Name {
+		ext := runner.Extension()
+		init := ext.Initialize
+		ext.Initialize = func(ctx context.Context, p protocol.InitializeParams) error {
+			if err := os.WriteFile(filepath.Join(p.StateDir, pidFile), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
+				return err
+			}
+			return init(ctx, p)
+		}
+		if err := sdk.Serve(ext); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if os.Getenv(childEnv) == "serve" {
 		if err := sdk.Serve(runner.Extension()); err != nil {
 			fmt.Fprintln(os.Stderr, err)

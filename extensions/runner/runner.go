@@ -62,6 +62,9 @@ exit "$status"`
 // executor.recover receives after a restart.
 type Recovery struct {
 	RunID string `json:"run_id"`
+	// ExecutionID and WorkID name the attempt the run serves.
+	ExecutionID string `json:"execution_id,omitempty"`
+	WorkID      string `json:"work_id,omitempty"`
 	// Dir is the run's directory.
 	Dir string `json:"dir"`
 	// PID is the job's process group leader, and PGID its process group.
@@ -72,10 +75,35 @@ type Recovery struct {
 	Start uint64 `json:"start,omitempty"`
 }
 
-// Config is a binding's executor config.
+// Config is a binding's executor config, or the Work's context: the
+// binding's command wins.
 type Config struct {
 	// Command is run with sh -c.
 	Command string `json:"command"`
+}
+
+// DefaultCommand is the job of a run whose binding and Work name no
+// command: it waits for one line on its input and exits with the status
+// the line names (0 when empty). Whoever drives the Work says how it
+// ends, by injecting that line.
+const DefaultCommand = `read status rest; exit "${status:-0}"`
+
+// command is what a run starts: the binding's command, else the Work's
+// context's, else DefaultCommand.
+func command(p protocol.ExecutorRunParams) (string, error) {
+	for _, raw := range []json.RawMessage{p.Config, p.Work.Context} {
+		if len(raw) == 0 || string(raw) == "null" {
+			continue
+		}
+		var c Config
+		if err := json.Unmarshal(raw, &c); err != nil {
+			return "", protocol.Errorf(protocol.CodeInvalid, "executor config: %v", err)
+		}
+		if strings.TrimSpace(c.Command) != "" {
+			return c.Command, nil
+		}
+	}
+	return DefaultCommand, nil
 }
 
 // Extension returns the runner extension: a fresh value with its own
@@ -157,14 +185,9 @@ func (r *runner) lookup(runID string) (*job, error) {
 }
 
 func (r *runner) run(ctx context.Context, host *sdk.Host, p protocol.ExecutorRunParams) (protocol.ExecutorRunResult, error) {
-	var cfg Config
-	if len(p.Config) > 0 {
-		if err := json.Unmarshal(p.Config, &cfg); err != nil {
-			return protocol.ExecutorRunResult{}, protocol.Errorf(protocol.CodeInvalid, "executor config: %v", err)
-		}
-	}
-	if strings.TrimSpace(cfg.Command) == "" {
-		return protocol.ExecutorRunResult{}, protocol.Errorf(protocol.CodeInvalid, "executor config: command is required")
+	cmdline, err := command(p)
+	if err != nil {
+		return protocol.ExecutorRunResult{}, err
 	}
 	if p.RunID == "" {
 		return protocol.ExecutorRunResult{}, protocol.Errorf(protocol.CodeInvalid, "run_id is required")
@@ -173,10 +196,11 @@ func (r *runner) run(ctx context.Context, host *sdk.Host, p protocol.ExecutorRun
 		return protocol.ExecutorRunResult{}, protocol.Errorf(protocol.CodeConflict, "run %q already started", p.RunID)
 	}
 	dir := r.runDir(p.RunID)
-	j, cmd, err := start(dir, p.RunID, cfg.Command, p.Env)
+	j, cmd, err := start(dir, p.RunID, cmdline, p.Env)
 	if err != nil {
 		return protocol.ExecutorRunResult{}, fmt.Errorf("starting run %s: %w", p.RunID, err)
 	}
+	j.rec.ExecutionID, j.rec.WorkID = p.Execution.ID, p.Work.ID
 	r.mu.Lock()
 	r.jobs[p.RunID] = j
 	r.mu.Unlock()

@@ -56,8 +56,15 @@ func TestRunWaitInject(t *testing.T) {
 
 			err = f.c.Call(ctx, "executor.wait", protocol.ExecutorWaitParams{Executor: runner.Name, RunID: "unknown"}, nil)
 			assert.ErrorIs(t, err, protocol.ErrNotFound)
-			err = f.c.Call(ctx, "executor.run", protocol.ExecutorRunParams{Executor: runner.Name, RunID: "run-3", Config: json.RawMessage(`{}`)}, nil)
-			assert.ErrorIs(t, err, protocol.ErrInvalid, "a run needs a command")
+			err = f.c.Call(ctx, "executor.run", protocol.ExecutorRunParams{Executor: runner.Name, RunID: "run-3", Config: json.RawMessage(`{"command":7}`)}, nil)
+			assert.ErrorIs(t, err, protocol.ErrInvalid, "a config that is not one")
+
+			// Without a command the job waits to be told its status.
+			config, _ := json.Marshal(runner.Config{})
+			require.NoError(t, f.c.Call(ctx, "executor.run", protocol.ExecutorRunParams{Executor: runner.Name, RunID: "run-4", Config: config}, nil))
+			require.NoError(t, f.inject(t, "run-4", "5"))
+			res = f.wait(t, "run-4")
+			assert.Equal(t, 5, res.ExitCode)
 		})
 	}
 }

@@ -20,6 +20,7 @@ type stmtCache struct {
 	closed  bool
 
 	preparing atomic.Bool
+	wg        sync.WaitGroup // the background preparation, so close can wait
 }
 
 func newStmtCache(db *sql.DB) *stmtCache {
@@ -44,13 +45,14 @@ func (c *stmtCache) get(query string) *sql.Stmt {
 // transaction that met them returns without waiting for a connection. It
 // must not be called while the caller holds a transaction of the pool.
 func (c *stmtCache) prepareLater() {
-	c.mu.RLock()
-	idle := len(c.pending) == 0
-	c.mu.RUnlock()
-	if idle || !c.preparing.CompareAndSwap(false, true) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.pending) == 0 || c.closed || !c.preparing.CompareAndSwap(false, true) {
 		return
 	}
+	c.wg.Add(1)
 	go func() {
+		defer c.wg.Done()
 		defer c.preparing.Store(false)
 		c.prepareAll(context.Background())
 	}()
@@ -70,6 +72,12 @@ func (c *stmtCache) prepareAll(ctx context.Context) {
 	clear(c.pending)
 	c.mu.Unlock()
 	for _, q := range queries {
+		c.mu.RLock()
+		closed := c.closed
+		c.mu.RUnlock()
+		if closed {
+			return
+		}
 		st, err := c.db.PrepareContext(ctx, q)
 		if err != nil {
 			continue // it runs unprepared, as before
@@ -84,10 +92,15 @@ func (c *stmtCache) prepareAll(ctx context.Context) {
 	}
 }
 
+// close waits for a background preparation, so no connection is opened
+// after the store closes, and closes the statements.
 func (c *stmtCache) close() {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.closed = true
+	c.mu.Unlock()
+	c.wg.Wait()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	for _, st := range c.stmts {
 		st.Close()
 	}
