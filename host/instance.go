@@ -102,7 +102,12 @@ func (p *Process) launch() (*instance, error) {
 	if p.cfg.Service != nil {
 		handler = p.cfg.Service.Handler()
 	}
-	inst.conn = jsonrpc.NewConn(outR, inW, handler, &jsonrpc.Options{
+	var connR io.ReadCloser = outR
+	var connW io.WriteCloser = inW
+	if p.cfg.Wire != nil {
+		connR, connW = p.cfg.Wire(outR, inW)
+	}
+	inst.conn = jsonrpc.NewConn(connR, connW, handler, &jsonrpc.Options{
 		DecodeError: decodeWireError,
 		Logf:        func(format string, args ...any) { p.log.hostLine("protocol: "+format, args...) },
 	})

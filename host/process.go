@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -104,6 +105,12 @@ type Config struct {
 	// InTxDeadline is the in-transaction hard deadline (default
 	// protocol.InTransactionDeadline).
 	InTxDeadline time.Duration
+
+	// Wire, when set, wraps the streams of every process the host starts:
+	// the connection reads the extension's stdout from the returned reader
+	// and writes its stdin through the returned writer. Closing either must
+	// close the stream it wraps. Certification records the wire with it.
+	Wire func(stdout io.ReadCloser, stdin io.WriteCloser) (io.ReadCloser, io.WriteCloser)
 }
 
 // State is where a supervised process is in its life.
@@ -215,6 +222,16 @@ func (p *Process) Generation() uint64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.gen
+}
+
+// PID is the process ID of the running process, 0 when none runs.
+func (p *Process) PID() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cur == nil || p.cur.cmd.Process == nil {
+		return 0
+	}
+	return p.cur.cmd.Process.Pid
 }
 
 // Status reports the state, the restarts so far and the refusal or last

@@ -43,16 +43,21 @@ func nextDaily(t time.Time, hour, minute int) time.Time {
 }
 
 // nextDigest computes a digest timer's next occurrence inside the fire
-// transaction: pure, from the timer and the host's clock. It is the next
-// time of day after the later of the firing's due time and now, so a late
-// firing never makes a burst. A timer whose time of day cannot be read
-// ends (no next occurrence) rather than failing every fire.
+// transaction: pure, from the timer and the host's clock. The time of day
+// is the timer's payload's, else its recurrence spec's, else the time of
+// day it was due at. The next occurrence is the first such time after the
+// later of the due time and now, so a late firing never makes a burst. A
+// timer with no readable time of day ends (no next occurrence) rather than
+// failing every fire.
 func nextDigest(ctx context.Context, p protocol.RecurrenceNextParams) (protocol.RecurrenceNextResult, error) {
 	var d DigestPayload
 	_ = json.Unmarshal(p.Timer.Payload, &d)
 	at := d.At
 	if at == "" {
 		at = p.Timer.Recurrence
+	}
+	if at == "" && !p.Timer.Due.IsZero() {
+		at = p.Timer.Due.UTC().Format("15:04")
 	}
 	hour, minute, err := parseTimeOfDay(at)
 	if err != nil {

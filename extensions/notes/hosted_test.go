@@ -6,7 +6,9 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -26,7 +28,7 @@ func releaseDir(t *testing.T, n int) string {
 	if n == 3 {
 		return "."
 	}
-	raw, err := os.ReadFile(filepath.Join("releases", "release"+string(rune('0'+n))+".json"))
+	raw, err := os.ReadFile(filepath.Join("releases", "release"+strconv.Itoa(n)+".json"))
 	require.NoError(t, err)
 	dir := filepath.Join(t.TempDir(), notes.Name)
 	require.NoError(t, os.Mkdir(dir, 0o755))
@@ -181,4 +183,88 @@ func TestSuitesCatchWeakenedNotes(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "version_mints_identity")
 	assert.False(t, errors.Is(err, context.DeadlineExceeded))
+}
+
+// TestHostedPublishCommitsRecord calls notes.publish through the engine's
+// toolbelt, hosted both ways: the Event is accepted and the record
+// emit.commit gives is written in the same transaction, naming the
+// accepted Event; a retry with the request ID replays it.
+func TestHostedPublishCommitsRecord(t *testing.T) {
+	for _, h := range hostings {
+		t.Run(h.name, func(t *testing.T) {
+			ctx := testContext(t)
+			st := openStore(t)
+			require.NoError(t, st.Transact(ctx, func(tx runtime.Tx) error {
+				if _, err := tx.PutScope(runtime.Scope{ID: "team", Name: "team"}); err != nil {
+					return err
+				}
+				_, err := tx.PutWork(runtime.Work{ID: "work-1", ScopeID: "team", Kind: notes.WorkKind, State: runtime.WorkRunning})
+				return err
+			}))
+			conn := h.start(t, ctx, st, entryIn("team", t.TempDir()))
+			e, err := runtime.New(runtime.Config{Store: st, Operations: host.NewRemote(conn).Operations()})
+			require.NoError(t, err)
+			defer e.Close()
+			auth := runtime.Authority{ScopeID: "team", WorkID: "work-1", ExecutionID: "x-1", Operations: []string{notes.OpPublish}}
+			out, err := e.Call(ctx, auth, notes.OpPublish, "req-1", json.RawMessage(`{"title":"Shipped"}`))
+			require.NoError(t, err)
+			again, err := e.Call(ctx, auth, notes.OpPublish, "req-1", json.RawMessage(`{"title":"Shipped"}`))
+			require.NoError(t, err)
+			assert.JSONEq(t, string(out), string(again))
+
+			var published notes.AddOutput
+			require.NoError(t, json.Unmarshal(out, &published))
+			raw, found := kvGet(t, st, notes.NamespacePublished, published.Note)
+			require.True(t, found, "the record committed with the Event")
+			var rec notes.PublishedRecord
+			require.NoError(t, json.Unmarshal(raw, &rec))
+			var ev runtime.Event
+			require.NoError(t, st.View(ctx, func(r runtime.ReadTx) error {
+				ev, err = r.Event(rec.Event)
+				return err
+			}))
+			assert.Equal(t, notes.FamilyPublished, ev.Family)
+			assert.Equal(t, ev.Sequence, rec.Sequence, "the record names the accepted Event")
+			assert.Equal(t, ev.Root, rec.Root)
+			var n int64
+			require.NoError(t, st.View(ctx, func(r runtime.ReadTx) error {
+				n, err = r.LatestSequence()
+				return err
+			}))
+			assert.Equal(t, int64(1), n, "one Event for the call and its retry")
+		})
+	}
+}
+
+// TestHostedDigest arms the digest timer through the host's task.run and
+// timer.arm, and asks the host's recurrence adapter for the next firing.
+func TestHostedDigest(t *testing.T) {
+	for _, h := range hostings {
+		t.Run(h.name, func(t *testing.T) {
+			ctx := testContext(t)
+			st := openStore(t)
+			require.NoError(t, st.Transact(ctx, func(tx runtime.Tx) error {
+				_, err := tx.PutScope(runtime.Scope{ID: "team", Name: "team"})
+				return err
+			}))
+			params := entryIn("team", t.TempDir())
+			params.Entries[0].Config = json.RawMessage(`{"digest":"07:15"}`)
+			remote := host.NewRemote(h.start(t, ctx, st, params))
+			require.NoError(t, remote.Task().Run(ctx, notes.TaskDigestArm))
+			var timers []runtime.Timer
+			require.NoError(t, st.View(ctx, func(r runtime.ReadTx) error {
+				var err error
+				timers, err = r.DueTimers(time.Now().Add(48*time.Hour), 10)
+				return err
+			}))
+			require.Len(t, timers, 1)
+			due := timers[0].Due.UTC()
+			assert.Equal(t, notes.Recurrence, timers[0].Kind)
+			assert.Equal(t, [2]int{7, 15}, [2]int{due.Hour(), due.Minute()})
+
+			next, err := remote.Recurrence(notes.Recurrence).Next(due, timers[0].Recurrence)
+			require.NoError(t, err)
+			assert.Equal(t, due.AddDate(0, 0, 1), next.UTC(), "daily")
+		})
+	}
 }

@@ -71,7 +71,7 @@ func Release(n int) *sdk.Extension {
 		x.layout = 2
 	}
 	ext := &sdk.Extension{
-		Manifest:   manifest,
+		Manifest:   slices.Clone(manifest),
 		Initialize: x.initialize,
 		Configure:  x.configure,
 		Upcasters:  map[string]sdk.Upcaster{},
@@ -163,6 +163,10 @@ func (x *extension) configure(ctx context.Context, host *sdk.Host, p protocol.Co
 			}
 		}
 		dir := cfg.Dir
+		if !filepath.IsAbs(dir) && stateDir == "" {
+			return protocol.ConfigureResult{}, protocol.Errorf(protocol.CodeInvalid,
+				"entry %s/%s: the host named no state directory, so the store needs an absolute dir", ce.ScopeID, ce.ID)
+		}
 		switch {
 		case dir == "":
 			dir = filepath.Join(stateDir, "stores", ce.ScopeID, ce.ID)
@@ -381,7 +385,8 @@ type indexRecord struct {
 // a request ID, which nothing can tell from a new call.
 func noteID(intentKey string) string {
 	if intentKey != "" {
-		return "n-" + strings.TrimPrefix(intentKey, "intent-")[:16]
+		sum := sha256.Sum256([]byte(intentKey))
+		return "n-" + hex.EncodeToString(sum[:8])
 	}
 	var b [8]byte
 	_, _ = rand.Read(b[:])

@@ -386,6 +386,10 @@ func TestDigest(t *testing.T) {
 				"a late firing continues from now, without a burst")
 			var res protocol.RecurrenceNextResult
 			require.NoError(t, s.c.Call(ctx, "recurrence.next", protocol.RecurrenceNextParams{Recurrence: notes.Recurrence,
+				Timer: protocol.Timer{Kind: notes.Recurrence, Due: fired}, Now: fired}, &res))
+			assert.Equal(t, fired.AddDate(0, 0, 1), res.Next.UTC(), "without a payload, daily at the time it was due")
+			res = protocol.RecurrenceNextResult{}
+			require.NoError(t, s.c.Call(ctx, "recurrence.next", protocol.RecurrenceNextParams{Recurrence: notes.Recurrence,
 				Timer: protocol.Timer{Payload: json.RawMessage(`{"at":"25:99"}`)}, Now: now}, &res))
 			assert.True(t, res.Next.IsZero(), "an unreadable time of day ends the recurrence")
 

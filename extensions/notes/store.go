@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Record is one note as the note store keeps it: the upstream's own
@@ -41,10 +43,11 @@ type Store struct {
 
 const recordExt = ".json"
 
-// validID keeps an ID a plain file name.
+// validID keeps an ID a plain, printable file name.
 func validID(id string) error {
-	if id == "" || len(id) > 128 || strings.ContainsAny(id, `/\`) || id == "." || id == ".." || strings.HasPrefix(id, ".") {
-		return fmt.Errorf("note id %q is not a plain name of 1 to 128 bytes", id)
+	if id == "" || len(id) > 128 || !utf8.ValidString(id) || strings.ContainsAny(id, `/\`) || strings.HasPrefix(id, ".") ||
+		strings.ContainsFunc(id, func(r rune) bool { return !unicode.IsPrint(r) }) {
+		return fmt.Errorf("note id %q is not a plain name of 1 to 128 printable bytes", id)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -68,7 +69,7 @@ func notesProcess(t *testing.T, st runtime.Store, dir string, release int, param
 		StateRoot:  t.TempDir(),
 		Executable: exe,
 		PassEnv:    []string{releaseEnv},
-		Environ:    func() []string { return append(os.Environ(), releaseEnv+"="+string(rune('0'+release))) },
+		Environ:    func() []string { return append(os.Environ(), releaseEnv+"="+strconv.Itoa(release)) },
 		Service:    host.NewService(host.ServiceConfig{Manifest: m, Store: st}),
 		Store:      st,
 		Configure:  func() protocol.ConfigureParams { return params },

@@ -75,6 +75,7 @@ func manifest(t *testing.T) *protocol.Manifest {
 // runner value taking over and every call in flight on the old one
 // failing as a broken pipe would.
 type crashable struct {
+	mk  func() *sdk.Extension
 	svc *host.Service
 	m   *protocol.Manifest
 	dir string
@@ -86,14 +87,14 @@ type crashable struct {
 	crash   context.CancelFunc
 }
 
-func newCrashable(ctx context.Context, t *testing.T, svc *host.Service, dir string) (*crashable, error) {
-	c := &crashable{svc: svc, m: manifest(t), dir: dir}
+func newCrashable(ctx context.Context, t *testing.T, mk func() *sdk.Extension, svc *host.Service, dir string) (*crashable, error) {
+	c := &crashable{mk: mk, svc: svc, m: manifest(t), dir: dir}
 	return c, c.attach(ctx)
 }
 
 // attach starts a fresh runner value, as a restarted process is.
 func (c *crashable) attach(ctx context.Context) error {
-	ext, err := sdk.Attach(runner.Extension(), c.svc)
+	ext, err := sdk.Attach(c.mk(), c.svc)
 	if err != nil {
 		return err
 	}
@@ -157,30 +158,35 @@ type executorHosting struct {
 	new  func(t *testing.T, ctx context.Context) (conformance.ExecutorTarget, error)
 }
 
+// inProcessTarget is the runner mk makes, attached in process.
+func inProcessTarget(t *testing.T, ctx context.Context, mk func() *sdk.Extension) (conformance.ExecutorTarget, error) {
+	dir := t.TempDir()
+	st, err := sqlite.Open(t.TempDir())
+	if err != nil {
+		return conformance.ExecutorTarget{}, err
+	}
+	svc := host.NewService(host.ServiceConfig{Manifest: manifest(t), Store: st})
+	c, err := newCrashable(ctx, t, mk, svc, dir)
+	if err != nil {
+		st.Close()
+		return conformance.ExecutorTarget{}, err
+	}
+	return conformance.ExecutorTarget{
+		Executor: host.NewRemote(c).Executor(runner.Name),
+		Crash:    c.Crash,
+		Finish: func(ctx context.Context, executionID string, state runtime.ExecutionState) error {
+			return finish(dir, executionID, state)
+		},
+		Close: func() error {
+			killAllJobs(dir)
+			return st.Close()
+		},
+	}, nil
+}
+
 var executorHostings = []executorHosting{
 	{"in_process", func(t *testing.T, ctx context.Context) (conformance.ExecutorTarget, error) {
-		dir := t.TempDir()
-		st, err := sqlite.Open(t.TempDir())
-		if err != nil {
-			return conformance.ExecutorTarget{}, err
-		}
-		svc := host.NewService(host.ServiceConfig{Manifest: manifest(t), Store: st})
-		c, err := newCrashable(ctx, t, svc, dir)
-		if err != nil {
-			st.Close()
-			return conformance.ExecutorTarget{}, err
-		}
-		return conformance.ExecutorTarget{
-			Executor: host.NewRemote(c).Executor(runner.Name),
-			Crash:    c.Crash,
-			Finish: func(ctx context.Context, executionID string, state runtime.ExecutionState) error {
-				return finish(dir, executionID, state)
-			},
-			Close: func() error {
-				killAllJobs(dir)
-				return st.Close()
-			},
-		}, nil
+		return inProcessTarget(t, ctx, runner.Extension)
 	}},
 	{"process", func(t *testing.T, ctx context.Context) (conformance.ExecutorTarget, error) {
 		exe, err := os.Executable()
@@ -306,4 +312,29 @@ func TestExecutorSuite(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestExecutorSuiteCatchesWeakenedRunner: a runner that adopts whatever
+// metadata it is given fails the suite that passes the runner.
+func TestExecutorSuiteCatchesWeakenedRunner(t *testing.T) {
+	old := conformance.ExecutorCheckTimeout
+	conformance.ExecutorCheckTimeout = 3 * time.Second
+	t.Cleanup(func() { conformance.ExecutorCheckTimeout = old })
+	credulous := func() *sdk.Extension {
+		ext := runner.Extension()
+		x := ext.Executors[runner.Name]
+		x.Recover = func(ctx context.Context, h *sdk.Host, p protocol.ExecutorRecoverParams) (protocol.ExecutorRecoverResult, error) {
+			return protocol.ExecutorRecoverResult{}, nil
+		}
+		ext.Executors[runner.Name] = x
+		return ext
+	}
+	err := conformance.CheckExecutor(t.Context(), conformance.ExecutorDriver{
+		New: func(ctx context.Context) (conformance.ExecutorTarget, error) {
+			return inProcessTarget(t, ctx, credulous)
+		},
+		NewStore: func() (runtime.Store, error) { return sqlite.Open(t.TempDir()) },
+	})
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "recover_unknown_not_adoptable")
 }
