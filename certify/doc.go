@@ -1,3 +1,14 @@
+// Wiring API (for the command and for tests that certify real packages):
+//
+//	func NewCommand(executable string) Command // Command{Suites: PackageSuites(), Launch: HostLaunch(executable)}
+//	func HostLaunch(executable string) LaunchFunc
+//	func PackageSuites() Suites
+//	const TestScope = "certify"
+//	var ErrNotApplicable // a suite found nothing to check: the criterion ends as skip
+//
+// executable is the open-conduit binary that runs packages whose command is
+// protocol.HostRunCommand ("" for os.Executable()).
+
 // Package certify is the certification runner behind
 // `open-conduit extension certify DIR`: it owns the versioned criteria an
 // extension package is certified against, decides which of them apply from

@@ -217,6 +217,10 @@ func (r *runner) criterion(ctx context.Context, c Criterion, t *Target) Result {
 	start := r.now()
 	res.Status, res.Detail = r.execute(ctx, c, t)
 	res.Duration = r.now().Sub(start)
+	if res.Status == StatusSkip {
+		// A suite found nothing to check: a skip reports no run time.
+		res.Duration = 0
+	}
 	r.afterCriterion(t.session, &res)
 	return res
 }
@@ -282,6 +286,8 @@ func (r *runner) execute(ctx context.Context, c Criterion, t *Target) (Status, s
 		return StatusFail, msg
 	case errors.Is(err, ErrHarness):
 		return StatusHarnessError, err.Error()
+	case errors.Is(err, ErrNotApplicable):
+		return StatusSkip, skipReason(err)
 	default:
 		return StatusFail, err.Error()
 	}

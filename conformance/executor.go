@@ -21,8 +21,9 @@ var ExecutorCheckTimeout = 2 * time.Minute
 type ExecutorTarget struct {
 	Executor runtime.Executor
 	// Crash ends the executor's process abruptly. Its runs go on (they are
-	// detached); Wait on a handle from before the crash must report
-	// runtime.ErrExecutorCrashed; the next call starts a new process.
+	// detached); Wait on a handle from before the crash reports either the
+	// run's end or runtime.ErrExecutorCrashed; the next call starts a new
+	// process.
 	Crash func(ctx context.Context) error
 	// Finish ends the run of an execution with state (succeeded or
 	// failed), as the work itself would.
@@ -223,6 +224,13 @@ func checkWaitCancel(ctx context.Context, _ ExecutorDriver, x ExecutorTarget) er
 	return nil
 }
 
+// checkCrashRecover crashes the executor while its run goes on, lets the
+// run end while the executor is down, and then requires two things: Wait
+// on the handle from before the crash either reports the run's end (an
+// adapter that re-adopts the run inside Wait) or runtime.ErrExecutorCrashed
+// (an executor that leaves adoption to the scheduler), never another
+// error; and Recover from the persisted metadata adopts the run and
+// reports how it ended.
 func checkCrashRecover(ctx context.Context, _ ExecutorDriver, x ExecutorTarget) error {
 	log := &recoveryLog{}
 	req := runRequest(log)
@@ -233,8 +241,16 @@ func checkCrashRecover(ctx context.Context, _ ExecutorDriver, x ExecutorTarget) 
 	if err := x.Crash(ctx); err != nil {
 		return fmt.Errorf("crash: %w", err)
 	}
-	if _, err := h.Wait(ctx); !errors.Is(err, runtime.ErrExecutorCrashed) {
-		return fmt.Errorf("Wait across the executor's crash: got %v, want executor crashed", err)
+	if err := x.Finish(ctx, req.ExecutionID, runtime.ExecutionSucceeded); err != nil {
+		return err
+	}
+	res, err := h.Wait(ctx)
+	switch {
+	case errors.Is(err, runtime.ErrExecutorCrashed):
+	case err != nil:
+		return fmt.Errorf("Wait across the executor's crash: got %v, want the run's end or executor crashed", err)
+	case res.State != runtime.ExecutionSucceeded:
+		return fmt.Errorf("Wait across the executor's crash: the run ended %s, want %s", res.State, runtime.ExecutionSucceeded)
 	}
 	h2, err := x.Executor.Recover(ctx, runtime.RecoverRequest{
 		ExecutionID: req.ExecutionID, Attempt: req.Attempt, Epoch: req.Epoch + 1, Work: req.Work,
@@ -242,9 +258,6 @@ func checkCrashRecover(ctx context.Context, _ ExecutorDriver, x ExecutorTarget) 
 	})
 	if err != nil {
 		return fmt.Errorf("recover from the persisted metadata: %w", err)
-	}
-	if err := x.Finish(ctx, req.ExecutionID, runtime.ExecutionSucceeded); err != nil {
-		return err
 	}
 	if err := wantState(ctx, h2, runtime.ExecutionSucceeded); err != nil {
 		return fmt.Errorf("the recovered run: %w", err)

@@ -224,6 +224,14 @@ func (p *Process) Generation() uint64 {
 	return p.gen
 }
 
+// Version is the protocol version negotiated at the last handshake, 0
+// before one completed.
+func (p *Process) Version() protocol.Version {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.version
+}
+
 // PID is the process ID of the running process, 0 when none runs.
 func (p *Process) PID() int {
 	p.mu.Lock()

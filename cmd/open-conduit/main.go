@@ -3,6 +3,8 @@
 // Usage:
 //
 //	open-conduit extension validate [--json] PATH
+//	open-conduit extension certify [flags] DIR
+//	open-conduit extension-run NAME
 //	open-conduit version
 //
 // PATH is an extension directory holding open-conduit-extension.json, or a
@@ -28,6 +30,8 @@ const (
 
 const usage = `usage:
   open-conduit extension validate [--json] PATH   check a manifest offline
+  open-conduit extension certify [flags] DIR      certify a package over the wire (--help for flags)
+  open-conduit extension-run NAME                 serve a bundled extension on stdin and stdout
   open-conduit version                            print the build's protocol versions
 `
 
@@ -35,6 +39,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch {
 	case len(args) >= 2 && args[0] == "extension" && args[1] == "validate":
 		return validateCommand(args[2:], stdout, stderr)
+	case len(args) >= 2 && args[0] == "extension" && args[1] == "certify":
+		return certifyCommand(args[2:], stdout, stderr)
+	case len(args) >= 1 && args[0] == "extension-run":
+		return extensionRunCommand(args[1:], stdout, stderr)
 	case len(args) == 1 && args[0] == "version":
 		fmt.Fprintf(stdout, "open-conduit protocol %v\n", protocol.SupportedVersions())
 		return exitOK

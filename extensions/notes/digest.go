@@ -44,23 +44,32 @@ func nextDaily(t time.Time, hour, minute int) time.Time {
 
 // nextDigest computes a digest timer's next occurrence inside the fire
 // transaction: pure, from the timer and the host's clock. The time of day
-// is the timer's payload's, else its recurrence spec's, else the time of
-// day it was due at. The next occurrence is the first such time after the
-// later of the due time and now, so a late firing never makes a burst. A
-// timer with no readable time of day ends (no next occurrence) rather than
-// failing every fire.
+// is the timer's payload's, else its recurrence spec's when that is one,
+// else the time of day it was due at. The next occurrence is the first
+// such time after the later of the due time and now, so a late firing
+// never makes a burst. A timer with no readable time of day ends (no next
+// occurrence) rather than failing every fire.
 func nextDigest(ctx context.Context, p protocol.RecurrenceNextParams) (protocol.RecurrenceNextResult, error) {
 	var d DigestPayload
 	_ = json.Unmarshal(p.Timer.Payload, &d)
-	at := d.At
-	if at == "" {
-		at = p.Timer.Recurrence
+	var candidates []string
+	switch {
+	case d.At != "":
+		candidates = []string{d.At} // the entry's own time of day, or nothing
+	default:
+		candidates = []string{p.Timer.Recurrence}
+		if !p.Timer.Due.IsZero() {
+			candidates = append(candidates, p.Timer.Due.UTC().Format("15:04"))
+		}
 	}
-	if at == "" && !p.Timer.Due.IsZero() {
-		at = p.Timer.Due.UTC().Format("15:04")
+	hour, minute, readable := 0, 0, false
+	for _, at := range candidates {
+		if h, m, err := parseTimeOfDay(at); err == nil {
+			hour, minute, readable = h, m, true
+			break
+		}
 	}
-	hour, minute, err := parseTimeOfDay(at)
-	if err != nil {
+	if !readable {
 		return protocol.RecurrenceNextResult{}, nil
 	}
 	from := p.Now

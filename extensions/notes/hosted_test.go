@@ -248,7 +248,10 @@ func TestHostedDigest(t *testing.T) {
 				return err
 			}))
 			params := entryIn("team", t.TempDir())
-			params.Entries[0].Config = json.RawMessage(`{"digest":"07:15"}`)
+			var cfg map[string]string
+			require.NoError(t, json.Unmarshal(params.Entries[0].Config, &cfg))
+			cfg["digest"] = "07:15"
+			params.Entries[0].Config, _ = json.Marshal(cfg)
 			remote := host.NewRemote(h.start(t, ctx, st, params))
 			require.NoError(t, remote.Task().Run(ctx, notes.TaskDigestArm))
 			var timers []runtime.Timer

@@ -386,7 +386,7 @@ func TestDigest(t *testing.T) {
 				"a late firing continues from now, without a burst")
 			var res protocol.RecurrenceNextResult
 			require.NoError(t, s.c.Call(ctx, "recurrence.next", protocol.RecurrenceNextParams{Recurrence: notes.Recurrence,
-				Timer: protocol.Timer{Kind: notes.Recurrence, Due: fired}, Now: fired}, &res))
+				Timer: protocol.Timer{Kind: notes.Recurrence, Recurrence: notes.Recurrence, Due: fired}, Now: fired}, &res))
 			assert.Equal(t, fired.AddDate(0, 0, 1), res.Next.UTC(), "without a payload, daily at the time it was due")
 			res = protocol.RecurrenceNextResult{}
 			require.NoError(t, s.c.Call(ctx, "recurrence.next", protocol.RecurrenceNextParams{Recurrence: notes.Recurrence,
@@ -419,5 +419,21 @@ func TestCheck(t *testing.T) {
 			assert.Equal(t, protocol.CheckOK, res.Status)
 			assert.Equal(t, "1 note stores readable", res.Detail)
 		})
+	}
+}
+
+func TestConfigureRefusals(t *testing.T) {
+	ctx := testContext(t)
+	c, err := sdk.Attach(notes.Extension(), sdktest.New())
+	require.NoError(t, err)
+	require.NoError(t, c.Call(ctx, "initialize", protocol.InitializeParams{ProtocolVersions: []protocol.Version{1}}, nil))
+	for config, why := range map[string]string{
+		`{"dir":"relative"}`:                  "no state directory to read a relative store under",
+		`{"dir":"/abs","digest":"9 o'clock"}`: "a digest time that is not HH:MM",
+		`{"dir":7}`:                           "a config of the wrong shape",
+	} {
+		err := c.Call(ctx, "configure", protocol.ConfigureParams{Entries: []protocol.ConfigEntry{{ScopeID: "team", ID: "inbox",
+			Type: notes.Name, Config: json.RawMessage(config)}}, KV: protocol.KVLayout{Stored: 2, Declared: 2}}, nil)
+		assert.ErrorIs(t, err, protocol.ErrInvalid, why)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -75,35 +76,33 @@ type Recovery struct {
 	Start uint64 `json:"start,omitempty"`
 }
 
-// Config is a binding's executor config, or the Work's context: the
-// binding's command wins.
+// Config is a binding's executor config.
 type Config struct {
 	// Command is run with sh -c.
 	Command string `json:"command"`
 }
 
-// DefaultCommand is the job of a run whose binding and Work name no
-// command: it waits for one line on its input and exits with the status
-// the line names (0 when empty). Whoever drives the Work says how it
-// ends, by injecting that line.
+// DefaultCommand is the job of a run whose binding names no command: it
+// waits for one line on its input and exits with the status the line
+// names (0 when empty). Whoever drives the Work says how it ends, by
+// injecting that line.
 const DefaultCommand = `read status rest; exit "${status:-0}"`
 
-// command is what a run starts: the binding's command, else the Work's
-// context's, else DefaultCommand.
+// command is what a run starts: the binding's command, else
+// DefaultCommand. Only the operator's binding chooses what runs; nothing
+// an Event or a route carries does.
 func command(p protocol.ExecutorRunParams) (string, error) {
-	for _, raw := range []json.RawMessage{p.Config, p.Work.Context} {
-		if len(raw) == 0 || string(raw) == "null" {
-			continue
-		}
-		var c Config
-		if err := json.Unmarshal(raw, &c); err != nil {
-			return "", protocol.Errorf(protocol.CodeInvalid, "executor config: %v", err)
-		}
-		if strings.TrimSpace(c.Command) != "" {
-			return c.Command, nil
-		}
+	if len(p.Config) == 0 || string(p.Config) == "null" {
+		return DefaultCommand, nil
 	}
-	return DefaultCommand, nil
+	var c Config
+	if err := json.Unmarshal(p.Config, &c); err != nil {
+		return "", protocol.Errorf(protocol.CodeInvalid, "executor config: %v", err)
+	}
+	if strings.TrimSpace(c.Command) == "" {
+		return DefaultCommand, nil
+	}
+	return c.Command, nil
 }
 
 // Extension returns the runner extension: a fresh value with its own
@@ -111,7 +110,7 @@ func command(p protocol.ExecutorRunParams) (string, error) {
 func Extension() *sdk.Extension {
 	r := &runner{jobs: map[string]*job{}}
 	return &sdk.Extension{
-		Manifest:   manifest,
+		Manifest:   slices.Clone(manifest),
 		Initialize: r.initialize,
 		Executors: map[string]sdk.Executor{Name: {
 			Run:       r.run,
@@ -358,7 +357,10 @@ func (r *runner) recover(ctx context.Context, host *sdk.Host, p protocol.Executo
 	if len(p.Recovery) == 0 || json.Unmarshal(p.Recovery, &rec) != nil || rec.PID <= 0 || rec.PGID <= 0 {
 		return protocol.ExecutorRecoverResult{}, protocol.Errorf(protocol.CodeNotAdoptable, "run %q: no usable recovery metadata", p.RunID)
 	}
-	if rec.RunID != p.RunID || rec.Dir != r.runDir(p.RunID) {
+	// The host addresses the adopted run by a new run ID; the job is found
+	// through the metadata, which must name a run of this executor (its
+	// directory derived from its own run ID) and the same attempt.
+	if rec.Dir != r.runDir(rec.RunID) || (rec.ExecutionID != "" && p.Execution.ID != "" && rec.ExecutionID != p.Execution.ID) {
 		return protocol.ExecutorRecoverResult{}, protocol.Errorf(protocol.CodeNotAdoptable, "run %q: the metadata is for another run", p.RunID)
 	}
 	j := &job{rec: rec, done: make(chan struct{})}

@@ -59,6 +59,17 @@ func TestRunWaitInject(t *testing.T) {
 			err = f.c.Call(ctx, "executor.run", protocol.ExecutorRunParams{Executor: runner.Name, RunID: "run-3", Config: json.RawMessage(`{"command":7}`)}, nil)
 			assert.ErrorIs(t, err, protocol.ErrInvalid, "a config that is not one")
 
+			// Events are injected as JSON lines.
+			rec = f.run(t, "run-5", echoInput)
+			require.NoError(t, f.c.Call(ctx, "executor.inject", protocol.ExecutorInjectParams{Executor: runner.Name, RunID: "run-5",
+				Events: []protocol.Event{{ID: "ev-1", Family: "notes.note", Root: "ev-1"}}}, nil))
+			assert.Equal(t, "succeeded", f.wait(t, "run-5").State)
+			out, err = os.ReadFile(filepath.Join(rec.Dir, runner.OutputFile))
+			require.NoError(t, err)
+			assert.Contains(t, string(out), `got {"id":"ev-1"`)
+			err = f.c.Call(ctx, "executor.inject", protocol.ExecutorInjectParams{Executor: runner.Name, RunID: "run-5"}, nil)
+			assert.Error(t, err, "nothing to inject")
+
 			// Without a command the job waits to be told its status.
 			config, _ := json.Marshal(runner.Config{})
 			require.NoError(t, f.c.Call(ctx, "executor.run", protocol.ExecutorRunParams{Executor: runner.Name, RunID: "run-4", Config: config}, nil))
@@ -181,7 +192,14 @@ func TestRecover(t *testing.T) {
 
 			assert.ErrorIs(t, recoverRun("run-gone", f.recovery("run-gone")), protocol.ErrNotAdoptable, "gone without a recorded status")
 			assert.ErrorIs(t, recoverRun("run-x", json.RawMessage(`{"garbage":true}`)), protocol.ErrNotAdoptable)
-			assert.ErrorIs(t, recoverRun("run-x", f.recovery("run-running")), protocol.ErrNotAdoptable, "another run's metadata")
+			// Metadata naming a directory that is not its run's own is refused:
+			// recovery never reaches outside the executor's runs.
+			var forged runner.Recovery
+			require.NoError(t, json.Unmarshal(f.recovery("run-finished"), &forged))
+			forged.Dir = running.Dir
+			forgedJSON, err := json.Marshal(forged)
+			require.NoError(t, err)
+			assert.ErrorIs(t, recoverRun("run-x", forgedJSON), protocol.ErrNotAdoptable, "metadata pointing at another run's directory")
 
 			// The host stops a run it could not adopt: nothing of it is
 			// left, which stop confirms from the run's directory.

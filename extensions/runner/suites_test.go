@@ -262,54 +262,15 @@ var executorHostings = []executorHosting{
 	}},
 }
 
-// knownFailing are executor checks the hosted runner fails for a reason
-// outside it, each with the reason. A listed check that passes fails the
-// test, so the list shrinks as the cause is fixed.
-var knownFailing = map[string]string{
-	// The suite wants Wait on a handle from before a crash to end with
-	// executor crashed, while the host's adapter re-adopts the run on the
-	// restarted process inside Wait (as the protocol's executors across
-	// extension restarts asks, and scheduler_adopts_after_crash checks),
-	// so Wait goes on until the run ends, which the check only brings
-	// about after Wait returns: it runs into its timeout.
-	"crash_then_recover": "the suite and the host's re-adoption in Wait disagree",
-}
-
 // TestExecutorSuite runs the shared executor suite against the runner,
 // hosted both ways.
 func TestExecutorSuite(t *testing.T) {
-	// Every check passes in well under a second; the known failure ends at
-	// this timeout.
-	old := conformance.ExecutorCheckTimeout
-	conformance.ExecutorCheckTimeout = 8 * time.Second
-	t.Cleanup(func() { conformance.ExecutorCheckTimeout = old })
 	for _, h := range executorHostings {
 		t.Run(h.name, func(t *testing.T) {
-			err := conformance.CheckExecutor(t.Context(), conformance.ExecutorDriver{
+			conformance.RunExecutor(t, conformance.ExecutorDriver{
 				New:      func(ctx context.Context) (conformance.ExecutorTarget, error) { return h.new(t, ctx) },
 				NewStore: func() (runtime.Store, error) { return sqlite.Open(t.TempDir()) },
 			})
-			failed := map[string]bool{}
-			var errs []error
-			if j, ok := err.(interface{ Unwrap() []error }); ok {
-				errs = j.Unwrap()
-			} else if err != nil {
-				errs = []error{err}
-			}
-			for _, e := range errs {
-				name, _, _ := strings.Cut(e.Error(), ":")
-				if _, known := knownFailing[name]; known {
-					failed[name] = true
-					t.Logf("known failure %s (%s): %v", name, knownFailing[name], e)
-					continue
-				}
-				t.Error(e)
-			}
-			for name := range knownFailing {
-				if !failed[name] {
-					t.Errorf("%s passes now: remove it from knownFailing", name)
-				}
-			}
 		})
 	}
 }

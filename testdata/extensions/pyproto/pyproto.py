@@ -111,8 +111,7 @@ class Extension:
     # ---- wire ----
 
     def send(self, message):
-        message["jsonrpc"] = "2.0"
-        line = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+        line = json.dumps(dict({"jsonrpc": "2.0"}, **message), separators=(",", ":"), ensure_ascii=False)
         self.out.write(line.encode("utf-8") + b"\n")
 
     def write_raw_stdout(self, text):

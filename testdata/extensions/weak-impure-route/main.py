@@ -11,6 +11,7 @@ depend on its input alone.
 import os
 import sys
 
+sys.dont_write_bytecode = True  # keep the package directories clean
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pyproto"))
 import pyproto  # noqa: E402
 

@@ -12,6 +12,7 @@ import os
 import sys
 import uuid
 
+sys.dont_write_bytecode = True  # keep the package directories clean
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pyproto"))
 import pyproto  # noqa: E402
 

@@ -1,0 +1,512 @@
+package certify
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/open-conduit/open-conduit/conformance"
+	"github.com/open-conduit/open-conduit/host"
+	"github.com/open-conduit/open-conduit/protocol"
+	"github.com/open-conduit/open-conduit/protocol/jsonrpc"
+	"github.com/open-conduit/open-conduit/runtime/sqlite"
+)
+
+// TestScope is the scope certification configures the package in, with
+// one entry of each extension type the manifest declares.
+const TestScope = "certify"
+
+// Durations of a certified package's supervision: shorter than a daemon's,
+// so a package that ignores shutdown costs seconds, not minutes.
+const (
+	certifyShutdownGrace = time.Second
+	certifyTermGrace     = time.Second
+	certifyReapTimeout   = 2 * time.Second
+	certifyStartTimeout  = 10 * time.Second
+)
+
+// HostLaunch returns the LaunchFunc that runs a package under the real
+// host: a host.Process over the package's command (executable is the
+// open-conduit binary that runs a package whose command is
+// protocol.HostRunCommand; "" for os.Executable), a host.Service bound to
+// its manifest on an SQLite store in the run's state directory, one test
+// scope with an entry per declared extension type, and a wire tap that
+// records every line for the trace. A line the package writes to stdout
+// that is not a JSON object is recorded and kept from the connection, so
+// stray output fails lifecycle/stdout-hygiene without breaking the other
+// criteria.
+func HostLaunch(executable string) LaunchFunc {
+	return func(ctx context.Context, spec LaunchSpec) (Package, error) {
+		if spec.Manifest == nil {
+			return nil, Harnessf("no manifest to launch")
+		}
+		if spec.StateDir == "" {
+			return nil, Harnessf("no state directory to launch in")
+		}
+		dir, err := filepath.Abs(spec.Dir)
+		if err != nil {
+			return nil, Harnessf("package directory: %w", err)
+		}
+		exe := executable
+		if exe == "" {
+			if exe, err = os.Executable(); err != nil {
+				return nil, Harnessf("finding the open-conduit executable: %w", err)
+			}
+		}
+		return &hostPackage{dir: dir, manifest: spec.Manifest, root: spec.StateDir, exe: exe,
+			wire: &wireRecorder{}, recoveries: map[string]json.RawMessage{}}, nil
+	}
+}
+
+// hostPackage is the Package HostLaunch makes; it is also the
+// conformance.PackageDriver the suites drive.
+type hostPackage struct {
+	dir      string
+	manifest *protocol.Manifest
+	root     string
+	exe      string
+	wire     *wireRecorder
+	spare    tailBuffer // stderr of spare processes
+
+	mu         sync.Mutex
+	store      *sqlite.Store
+	svc        *host.Service
+	proc       *host.Process
+	base       int // restarts the host had made when proc last started
+	kills      int // of them, kills the suites made on purpose
+	stopped    bool
+	recoveries map[string]json.RawMessage
+}
+
+var (
+	_ Package                   = (*hostPackage)(nil)
+	_ conformance.PackageDriver = (*hostPackage)(nil)
+	_ conformance.RawPackage    = (*spareProcess)(nil)
+)
+
+func (h *hostPackage) Manifest() *protocol.Manifest { return h.manifest }
+
+func (h *hostPackage) ConfigureParams() protocol.ConfigureParams {
+	var p protocol.ConfigureParams
+	p.Entries = []protocol.ConfigEntry{}
+	p.Connections = []protocol.Connection{}
+	for _, e := range h.manifest.Provides.Extensions {
+		p.Entries = append(p.Entries, protocol.ConfigEntry{ScopeID: TestScope, ID: "certify-" + e.Type, Type: e.Type, Config: json.RawMessage(`{}`)})
+	}
+	return p
+}
+
+func (h *hostPackage) InitializeParams() protocol.InitializeParams {
+	p := protocol.InitializeParams{
+		ProtocolVersions: protocol.SupportedVersions(),
+		Host:             protocol.HostInfo{Name: host.HostName},
+		StateDir:         host.StateDir(h.root, h.manifest.Name),
+	}
+	for _, e := range h.manifest.Provides.Executors {
+		if p.ExecutorDirs == nil {
+			p.ExecutorDirs = map[string]string{}
+		}
+		p.ExecutorDirs[e.Name] = filepath.Join(h.root, "executors", e.Name)
+	}
+	return p
+}
+
+// open makes the store and service on first use.
+func (h *hostPackage) open() error {
+	if h.store != nil {
+		return nil
+	}
+	st, err := sqlite.Open(filepath.Join(h.root, "store"))
+	if err != nil {
+		return Harnessf("opening the certification store: %w", err)
+	}
+	h.store = st
+	h.svc = host.NewService(host.ServiceConfig{Manifest: h.manifest, Store: st, Blobs: st})
+	return nil
+}
+
+// Start starts the supervised process with its handshake.
+func (h *hostPackage) Start(ctx context.Context) error {
+	h.mu.Lock()
+	if err := h.open(); err != nil {
+		h.mu.Unlock()
+		return err
+	}
+	params := h.ConfigureParams()
+	proc, err := host.NewProcess(host.Config{
+		Package:       host.Package{Name: h.manifest.Name, Dir: h.dir, Manifest: h.manifest},
+		StateRoot:     h.root,
+		Executable:    h.exe,
+		HostVersion:   "certify",
+		Service:       h.svc,
+		Store:         h.store,
+		Configure:     func() protocol.ConfigureParams { return params },
+		ShutdownGrace: certifyShutdownGrace,
+		TermGrace:     certifyTermGrace,
+		ReapTimeout:   certifyReapTimeout,
+		StartTimeout:  certifyStartTimeout,
+		Wire:          h.wire.tap,
+	})
+	if err != nil {
+		h.mu.Unlock()
+		return Harnessf("preparing the package's process: %w", err)
+	}
+	h.proc, h.base, h.kills, h.stopped = proc, 0, 0, false
+	h.mu.Unlock()
+	if err := proc.Start(ctx); err != nil {
+		proc.Close(context.WithoutCancel(ctx))
+		return err
+	}
+	return nil
+}
+
+// Restart ends the supervised process, killing it if it must, and starts
+// a new one.
+func (h *hostPackage) Restart(ctx context.Context) error {
+	h.closeProc(ctx, true)
+	return h.Start(ctx)
+}
+
+// closeProc closes the supervised process; with hurry it skips shutdown.
+func (h *hostPackage) closeProc(ctx context.Context, hurry bool) error {
+	h.mu.Lock()
+	proc := h.proc
+	h.stopped = true
+	h.mu.Unlock()
+	if proc == nil {
+		return nil
+	}
+	cctx := context.WithoutCancel(ctx)
+	if hurry {
+		c, cancel := context.WithCancel(cctx)
+		cancel() // an ended context skips shutdown: the process may be hung
+		cctx = c
+	}
+	return proc.Close(cctx)
+}
+
+// Stop shuts the package down in order and closes the store.
+func (h *hostPackage) Stop(ctx context.Context) error {
+	err := h.closeProc(ctx, false)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.store != nil {
+		err = errors.Join(err, h.store.Close())
+		h.store, h.svc = nil, nil
+	}
+	return err
+}
+
+func (h *hostPackage) current() (*host.Process, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.proc == nil {
+		return nil, Harnessf("the package was not started")
+	}
+	return h.proc, nil
+}
+
+func (h *hostPackage) Call(ctx context.Context, method string, params, result any) error {
+	proc, err := h.current()
+	if err != nil {
+		return err
+	}
+	return proc.Call(ctx, method, params, result)
+}
+
+// Exited reports a crash the host saw since the process last started; the
+// kills a suite made on purpose have no cause.
+func (h *hostPackage) Exited() (bool, error) {
+	h.mu.Lock()
+	proc, base, kills, stopped := h.proc, h.base, h.kills, h.stopped
+	h.mu.Unlock()
+	if proc == nil {
+		return false, nil
+	}
+	if stopped {
+		return true, nil
+	}
+	st, restarts, err := proc.Status()
+	if st == host.Refused {
+		return true, err
+	}
+	if restarts-base > kills {
+		if st != host.Backoff || err == nil {
+			err = fmt.Errorf("the process ended unexpectedly %d time(s); the host restarted it", restarts-base-kills)
+		}
+		return true, err
+	}
+	return false, nil
+}
+
+func (h *hostPackage) ProtocolVersion() protocol.Version {
+	proc, err := h.current()
+	if err != nil {
+		return 0
+	}
+	return proc.Version()
+}
+
+func (h *hostPackage) Trace() []WireMessage {
+	lines := h.wire.lines()
+	out := make([]WireMessage, len(lines))
+	for i, l := range lines {
+		m := WireMessage{Time: l.Time, Direction: DirectionToExtension}
+		if l.FromExtension {
+			m.Direction = DirectionFromExtension
+		}
+		if jsonObject(l.Line) {
+			m.Message = json.RawMessage(l.Line)
+		} else {
+			m.Text = string(l.Line)
+		}
+		out[i] = m
+	}
+	return out
+}
+
+func (h *hostPackage) StderrTail() string {
+	data, _ := os.ReadFile(host.LogPath(h.root, h.manifest.Name))
+	out := tailBytes(string(data), EvidenceStderrBytes)
+	if spare := h.spare.String(); spare != "" {
+		out += "\n[spare processes]\n" + spare
+	}
+	return tailBytes(out, EvidenceStderrBytes)
+}
+
+func (h *hostPackage) Wire() []conformance.WireLine { return h.wire.lines() }
+
+func (h *hostPackage) Generation() uint64 {
+	proc, err := h.current()
+	if err != nil {
+		return 0
+	}
+	return proc.Generation()
+}
+
+// Kill sends SIGKILL to the supervised process's group, as a crash would.
+func (h *hostPackage) Kill() error {
+	proc, err := h.current()
+	if err != nil {
+		return err
+	}
+	pid := proc.PID()
+	if pid == 0 {
+		return errors.New("no process is running")
+	}
+	h.mu.Lock()
+	h.kills++
+	h.mu.Unlock()
+	return syscall.Kill(-pid, syscall.SIGKILL)
+}
+
+func (h *hostPackage) OpenRun(workID, executionID string) (string, func() json.RawMessage) {
+	h.mu.Lock()
+	svc := h.svc
+	h.mu.Unlock()
+	var id string
+	r := svc.OpenRun(workID, executionID, func(_ context.Context, metadata json.RawMessage) error {
+		h.mu.Lock()
+		h.recoveries[id] = append(json.RawMessage(nil), metadata...)
+		h.mu.Unlock()
+		return nil
+	})
+	id = r.ID
+	return id, func() json.RawMessage {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return h.recoveries[id]
+	}
+}
+
+// Spawn starts a spare process of the package, as the host would start
+// it, with nothing sent yet. Its callbacks are served by the run's service
+// and its wire goes to the same trace.
+func (h *hostPackage) Spawn(ctx context.Context) (conformance.RawPackage, error) {
+	h.mu.Lock()
+	if err := h.open(); err != nil {
+		h.mu.Unlock()
+		return nil, err
+	}
+	svc := h.svc
+	h.mu.Unlock()
+	path, args := h.exe, h.manifest.Command[1:]
+	if !h.manifest.RunsOnHost() {
+		path = filepath.Join(h.dir, filepath.FromSlash(h.manifest.Command[0]))
+	}
+	if err := os.MkdirAll(host.StateDir(h.root, h.manifest.Name), 0o700); err != nil {
+		return nil, Harnessf("%w", err)
+	}
+	cmd := exec.Command(path, args...)
+	cmd.Dir = h.dir
+	cmd.Env = host.Environment(os.Environ(), nil)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Stderr = &h.spare
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, Harnessf("%w", err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, Harnessf("%w", err)
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", path, err)
+	}
+	r, w := h.wire.tap(stdout, stdin)
+	sp := &spareProcess{cmd: cmd, stdin: stdin, exited: make(chan struct{})}
+	sp.conn = jsonrpc.NewConn(r, w, svc.Handler(), &jsonrpc.Options{
+		DecodeError: func(code int, message string, data json.RawMessage) error {
+			return protocol.DecodeWireError(code, message, data)
+		},
+	})
+	go func() {
+		_ = cmd.Wait()
+		close(sp.exited)
+	}()
+	return sp, nil
+}
+
+// spareProcess is a process Spawn started.
+type spareProcess struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	conn   *jsonrpc.Conn
+	exited chan struct{}
+	once   sync.Once
+}
+
+func (s *spareProcess) Call(ctx context.Context, method string, params, result any) error {
+	return s.conn.Call(ctx, method, params, result)
+}
+
+func (s *spareProcess) Notify(ctx context.Context, method string, params any) error {
+	return s.conn.Notify(ctx, method, params)
+}
+
+func (s *spareProcess) CloseStdin() error       { return s.stdin.Close() }
+func (s *spareProcess) Exited() <-chan struct{} { return s.exited }
+
+func (s *spareProcess) Kill() error {
+	s.once.Do(func() {
+		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+		s.conn.Close()
+	})
+	select {
+	case <-s.exited:
+		return nil
+	case <-time.After(certifyReapTimeout):
+		return fmt.Errorf("spare process %d not reaped", s.cmd.Process.Pid)
+	}
+}
+
+// ---- the wire tap ----
+
+// wireRecorder records every line of every process of a run.
+type wireRecorder struct {
+	mu  sync.Mutex
+	all []conformance.WireLine
+}
+
+func (w *wireRecorder) add(fromExtension bool, line []byte) {
+	line = bytes.TrimRight(line, "\r\n")
+	if len(bytes.TrimSpace(line)) == 0 {
+		return
+	}
+	w.mu.Lock()
+	w.all = append(w.all, conformance.WireLine{Time: time.Now(), FromExtension: fromExtension, Line: bytes.Clone(line)})
+	w.mu.Unlock()
+}
+
+func (w *wireRecorder) lines() []conformance.WireLine {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]conformance.WireLine(nil), w.all...)
+}
+
+// tap wraps a process's streams (host.Config.Wire).
+func (w *wireRecorder) tap(stdout io.ReadCloser, stdin io.WriteCloser) (io.ReadCloser, io.WriteCloser) {
+	return &tapReader{rec: w, c: stdout, br: bufio.NewReaderSize(stdout, 64<<10)}, &tapWriter{rec: w, w: stdin}
+}
+
+// jsonObject reports whether line is a JSON object.
+func jsonObject(line []byte) bool {
+	t := bytes.TrimSpace(line)
+	return len(t) > 0 && t[0] == '{' && json.Valid(t)
+}
+
+// tapReader records each line the package writes and passes on only JSON
+// objects.
+type tapReader struct {
+	rec     *wireRecorder
+	c       io.Closer
+	br      *bufio.Reader
+	pending []byte
+	err     error
+}
+
+func (t *tapReader) Read(p []byte) (int, error) {
+	for len(t.pending) == 0 {
+		if t.err != nil {
+			return 0, t.err
+		}
+		line, err := t.br.ReadBytes('\n')
+		t.err = err
+		if len(line) > 0 {
+			t.rec.add(true, line)
+			if jsonObject(line) {
+				t.pending = line
+			}
+		}
+	}
+	n := copy(p, t.pending)
+	t.pending = t.pending[n:]
+	return n, nil
+}
+
+func (t *tapReader) Close() error { return t.c.Close() }
+
+// tapWriter records each message the host writes (one per Write).
+type tapWriter struct {
+	rec *wireRecorder
+	w   io.WriteCloser
+}
+
+func (t *tapWriter) Write(p []byte) (int, error) {
+	t.rec.add(false, p)
+	return t.w.Write(p)
+}
+
+func (t *tapWriter) Close() error { return t.w.Close() }
+
+// tailBuffer keeps the last EvidenceStderrBytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p...)
+	if over := len(b.buf) - EvidenceStderrBytes; over > 0 {
+		b.buf = append(b.buf[:0], b.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (b *tailBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.buf)
+}

@@ -1,0 +1,255 @@
+package conformance
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+
+	"github.com/open-conduit/open-conduit/protocol"
+	"github.com/open-conduit/open-conduit/protocol/jsonrpc"
+)
+
+// withSpare runs f on a spare process of the package and kills it after.
+func withSpare(ctx context.Context, d PackageDriver, f func(p RawPackage) error) error {
+	p, err := d.Spawn(ctx)
+	if err != nil {
+		return fmt.Errorf("starting a spare process of the package: %w", err)
+	}
+	defer p.Kill()
+	return f(p)
+}
+
+// CheckPackageHandshake checks the handshake on a spare process: a method
+// before initialize is refused, initialize answers the highest protocol
+// version both sides list, and configure is accepted after it. The
+// supervised process must have completed its handshake too.
+func CheckPackageHandshake(ctx context.Context, d PackageDriver) error {
+	var errs []error
+	if d.Generation() == 0 {
+		errs = append(errs, errors.New("the host's handshake with the supervised process did not complete"))
+	}
+	m := d.Manifest()
+	err := withSpare(ctx, d, func(p RawPackage) error {
+		var errs []error
+		err := p.Call(ctx, "configure", d.ConfigureParams(), nil)
+		switch {
+		case err == nil:
+			errs = append(errs, errors.New("configure before initialize was accepted; no method but initialize is valid before it succeeds"))
+		case !serving(err):
+			return fmt.Errorf("configure before initialize: the package did not answer: %w", err)
+		}
+		var res protocol.InitializeResult
+		if err := p.Call(ctx, "initialize", d.InitializeParams(), &res); err != nil {
+			return errors.Join(append(errs, fmt.Errorf("initialize: %w", err))...)
+		}
+		want := highestCommon(d.InitializeParams().ProtocolVersions, m.Protocol)
+		if res.ProtocolVersion != want {
+			errs = append(errs, fmt.Errorf("initialize chose protocol version %d; the highest both sides list is %d (host %v, manifest %v)",
+				res.ProtocolVersion, want, d.InitializeParams().ProtocolVersions, m.Protocol))
+		}
+		if err := p.Call(ctx, "configure", d.ConfigureParams(), nil); err != nil {
+			errs = append(errs, fmt.Errorf("configure after initialize: %w", err))
+		}
+		return errors.Join(errs...)
+	})
+	return errors.Join(append(errs, err)...)
+}
+
+// CheckPackageVersionMismatch offers a version no package speaks on two
+// fresh processes: each must refuse initialize with
+// unsupported_protocol_version, before calling the host, the same way.
+func CheckPackageVersionMismatch(ctx context.Context, d PackageDriver) error {
+	const unknown = protocol.Version(999)
+	params := d.InitializeParams()
+	params.ProtocolVersions = []protocol.Version{unknown}
+	var codes []protocol.Code
+	var errs []error
+	for attempt := 1; attempt <= 2; attempt++ {
+		err := withSpare(ctx, d, func(p RawPackage) error {
+			from := len(d.Wire())
+			err := p.Call(ctx, "initialize", params, &protocol.InitializeResult{})
+			if cbs := callbacks(decodeWire(d.Wire(), from)); len(cbs) > 0 {
+				errs = append(errs, fmt.Errorf("attempt %d: the package called the host before refusing initialize: %s", attempt, describeCallbacks(cbs)))
+			}
+			switch {
+			case err == nil:
+				return fmt.Errorf("attempt %d: initialize offering only version %d was accepted", attempt, unknown)
+			case !serving(err):
+				return fmt.Errorf("attempt %d: initialize offering only version %d was not answered: %w", attempt, unknown, err)
+			}
+			codes = append(codes, protocol.CodeOf(err))
+			if !errors.Is(err, protocol.ErrUnsupportedProtocolVersion) {
+				return fmt.Errorf("attempt %d: initialize offering only version %d was refused with %s, not %s: %v",
+					attempt, unknown, protocol.CodeOf(err), protocol.CodeUnsupportedProtocolVersion, err)
+			}
+			return nil
+		})
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(codes) == 2 && codes[0] != codes[1] {
+		errs = append(errs, fmt.Errorf("the refusal is not deterministic: %s, then %s", codes[0], codes[1]))
+	}
+	return errors.Join(errs...)
+}
+
+// CheckPackageManifestMatch checks that the manifest initialize returns is
+// the one in the package directory.
+func CheckPackageManifestMatch(ctx context.Context, d PackageDriver) error {
+	return withSpare(ctx, d, func(p RawPackage) error {
+		var res protocol.InitializeResult
+		if err := p.Call(ctx, "initialize", d.InitializeParams(), &res); err != nil {
+			return fmt.Errorf("initialize: %w", err)
+		}
+		got, err := protocol.DecodeManifest(res.Manifest)
+		if err != nil {
+			return fmt.Errorf("the manifest initialize returned does not parse: %w", err)
+		}
+		if !reflect.DeepEqual(got, d.Manifest()) {
+			return fmt.Errorf("the manifest initialize returned differs from %s: %s", protocol.ManifestFile, manifestDiff(got, d.Manifest()))
+		}
+		return nil
+	})
+}
+
+// manifestDiff names the top-level fields where two manifests differ.
+func manifestDiff(got, want *protocol.Manifest) string {
+	g, _ := json.Marshal(got)
+	w, _ := json.Marshal(want)
+	var gm, wm map[string]json.RawMessage
+	_ = json.Unmarshal(g, &gm)
+	_ = json.Unmarshal(w, &wm)
+	var fields []string
+	for k, v := range wm {
+		if !sameJSON(v, gm[k]) {
+			fields = append(fields, k)
+		}
+	}
+	for k := range gm {
+		if _, ok := wm[k]; !ok {
+			fields = append(fields, k)
+		}
+	}
+	if len(fields) == 0 {
+		return "they differ"
+	}
+	return fmt.Sprintf("fields %v differ", fields)
+}
+
+// CheckPackageStdoutHygiene exercises the package, then checks that every
+// line it wrote to stdout, on every process so far, was a JSON-RPC message.
+// It reports the first line that was not, cut to 200 bytes.
+func CheckPackageStdoutHygiene(ctx context.Context, d PackageDriver) error {
+	if err := exercise(ctx, d); err != nil {
+		return err
+	}
+	for _, m := range decodeWire(d.Wire(), 0) {
+		if !m.fromExtension || m.json && (m.Method != "" || len(m.ID) > 0) {
+			continue
+		}
+		return fmt.Errorf("the package wrote a line to stdout that is not a JSON-RPC message: %q", clipBytes(string(m.line), 200))
+	}
+	return nil
+}
+
+// clipBytes cuts s to n bytes.
+func clipBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+// CheckPackageShutdown sends shutdown to a spare process after its
+// handshake: the package must answer it, refuse a new request with
+// shutting_down (or have exited already) and exit on its own, with its
+// stdin still open, within PackageExitBound.
+func CheckPackageShutdown(ctx context.Context, d PackageDriver) error {
+	return withSpare(ctx, d, func(p RawPackage) error {
+		if err := handshake(ctx, d, p); err != nil {
+			return fmt.Errorf("before shutdown: %w", err)
+		}
+		if err := p.Call(ctx, "shutdown", protocol.Empty{}, nil); err != nil {
+			return fmt.Errorf("shutdown was not answered: %w", err)
+		}
+		var errs []error
+		err := p.Call(ctx, "configure", d.ConfigureParams(), nil)
+		switch {
+		case err == nil:
+			errs = append(errs, errors.New("a request after shutdown was served; it must be refused shutting_down"))
+		case errors.Is(err, protocol.ErrShuttingDown), errors.Is(err, jsonrpc.ErrTransport):
+		default:
+			errs = append(errs, fmt.Errorf("a request after shutdown was refused with %s, not %s: %v", protocol.CodeOf(err), protocol.CodeShuttingDown, err))
+		}
+		if !waitExit(ctx, p, PackageExitBound) {
+			errs = append(errs, fmt.Errorf("the package did not exit within %v of shutdown", PackageExitBound))
+		}
+		return errors.Join(errs...)
+	})
+}
+
+// CheckPackageStdinEOF closes a spare process's stdin after its handshake:
+// the package must exit on its own within PackageExitBound.
+func CheckPackageStdinEOF(ctx context.Context, d PackageDriver) error {
+	return withSpare(ctx, d, func(p RawPackage) error {
+		if err := handshake(ctx, d, p); err != nil {
+			return fmt.Errorf("before closing stdin: %w", err)
+		}
+		if err := p.CloseStdin(); err != nil {
+			return fmt.Errorf("closing stdin: %w", err)
+		}
+		if !waitExit(ctx, p, PackageExitBound) {
+			return fmt.Errorf("the package kept running %v after its stdin reached EOF; it must exit so a crashed host leaves no orphan", PackageExitBound)
+		}
+		return nil
+	})
+}
+
+// CheckPackageCrashRestart kills the supervised process: the host must
+// restart it, the new process must complete initialize and configure, and
+// it must serve calls again.
+func CheckPackageCrashRestart(ctx context.Context, d PackageDriver) error {
+	if err := d.Call(ctx, "configure", d.ConfigureParams(), nil); err != nil {
+		return fmt.Errorf("before the crash, configure was not served: %w", err)
+	}
+	gen := d.Generation()
+	from := len(d.Wire())
+	if err := d.Kill(); err != nil {
+		return fmt.Errorf("killing the package: %w", err)
+	}
+	rctx, cancel := context.WithTimeout(ctx, PackageRestartBound)
+	defer cancel()
+	var err error
+	for rctx.Err() == nil {
+		// Call waits for the restarted process; a call that raced the
+		// crash fails with a transport error and is made again.
+		if err = d.Call(rctx, "configure", d.ConfigureParams(), nil); err == nil && d.Generation() > gen {
+			break
+		}
+	}
+	if d.Generation() <= gen {
+		return fmt.Errorf("the package was not restarted within %v of being killed: %v", PackageRestartBound, err)
+	}
+	if err != nil {
+		return fmt.Errorf("the restarted package did not serve configure: %w", err)
+	}
+	var initialized, configured bool
+	for _, m := range decodeWire(d.Wire(), from) {
+		if m.fromExtension || !m.request() {
+			continue
+		}
+		switch m.Method {
+		case "initialize":
+			initialized = true
+		case "configure":
+			configured = configured || initialized
+		}
+	}
+	if !initialized || !configured {
+		return errors.New("after the restart the wire shows no initialize followed by configure")
+	}
+	return nil
+}

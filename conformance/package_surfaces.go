@@ -1,0 +1,625 @@
+package conformance
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/open-conduit/open-conduit/protocol"
+	"github.com/open-conduit/open-conduit/runtime"
+)
+
+// kvNamespaces are the namespaces a KV or event callback names.
+func kvNamespaces(c wireMessage) []string {
+	var p struct {
+		Namespace     string `json:"namespace"`
+		Preconditions []struct {
+			Namespace string `json:"namespace"`
+		} `json:"preconditions"`
+		Puts []struct {
+			Namespace string `json:"namespace"`
+		} `json:"puts"`
+		Deletes []struct {
+			Namespace string `json:"namespace"`
+		} `json:"deletes"`
+	}
+	if json.Unmarshal(c.Params, &p) != nil {
+		return nil
+	}
+	var out []string
+	if c.Method == "kv.get" || c.Method == "kv.list" {
+		out = append(out, p.Namespace)
+	}
+	for _, x := range p.Preconditions {
+		out = append(out, x.Namespace)
+	}
+	for _, x := range p.Puts {
+		out = append(out, x.Namespace)
+	}
+	for _, x := range p.Deletes {
+		out = append(out, x.Namespace)
+	}
+	return out
+}
+
+// CheckPackageKVScoping exercises the package, then checks every KV
+// callback on the wire so far, from configure on: each must name only the
+// package's own namespaces. An attempt the host refused still fails.
+func CheckPackageKVScoping(ctx context.Context, d PackageDriver) error {
+	if err := exercise(ctx, d); err != nil {
+		return err
+	}
+	name := d.Manifest().Name
+	var errs []error
+	seen := map[string]bool{}
+	for _, c := range callbacks(decodeWire(d.Wire(), 0)) {
+		switch c.Method {
+		case "kv.get", "kv.list", "kv.commit", "event.accept":
+		default:
+			continue
+		}
+		for _, ns := range kvNamespaces(c) {
+			if protocol.Namespace(name, ns) || seen[c.Method+" "+ns] {
+				continue
+			}
+			seen[c.Method+" "+ns] = true
+			errs = append(errs, fmt.Errorf("%s named namespace %q, outside the namespaces of %s: %s", c.Method, ns, name, clip(string(c.Params), 200)))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// CheckPackageKVAtomicity exercises the package (each handler operation
+// also twice at once, under different request IDs, so writes contend) and
+// checks its KV writes: each goes through kv.commit (the only write), and
+// after a commit refused as a conflict the package reads again before it
+// commits to the same keys, never overwriting blindly.
+func CheckPackageKVAtomicity(ctx context.Context, d PackageDriver) error {
+	from := len(d.Wire())
+	if err := exercise(ctx, d); err != nil {
+		return err
+	}
+	for _, o := range d.Manifest().Provides.Operations {
+		if o.Kind != protocol.OperationKindHandler {
+			continue
+		}
+		done := make(chan struct{}, 2)
+		for i := range 2 {
+			go func() {
+				defer func() { done <- struct{}{} }()
+				_ = d.Call(ctx, "operation.call", protocol.OperationCallParams{Operation: o.Name,
+					RequestID: fmt.Sprintf("certify-contend-%s-%d-%d", o.Name, i, time.Now().UnixNano()),
+					Input:     sampleInput(o.Input), Authority: authority(d)}, nil)
+			}()
+		}
+		<-done
+		<-done
+	}
+	msgs := decodeWire(d.Wire(), from)
+	var errs []error
+	cbs := callbacks(msgs)
+	for i, c := range cbs {
+		if c.Method != "kv.commit" || !conflicted(msgs, c) {
+			continue
+		}
+		keys := commitKeys(c)
+		for _, next := range cbs[i+1:] {
+			if next.Method == "kv.get" || next.Method == "kv.list" {
+				break // read again
+			}
+			if next.Method == "kv.commit" && overlaps(keys, commitKeys(next)) && !guarded(next) {
+				errs = append(errs, fmt.Errorf("after a kv.commit refused as a conflict the package committed to the same keys again without reading them or guarding the batch: %s", clip(string(next.Params), 200)))
+				break
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// conflicted reports whether the host answered callback c with conflict.
+func conflicted(msgs []wireMessage, c wireMessage) bool {
+	for _, m := range msgs {
+		if m.index > c.index && !m.fromExtension && !m.request() && string(m.ID) == string(c.ID) {
+			return m.errorCode() == protocol.CodeConflict
+		}
+	}
+	return false
+}
+
+func commitKeys(c wireMessage) map[string]bool {
+	var p protocol.KVCommitParams
+	_ = json.Unmarshal(c.Params, &p)
+	out := map[string]bool{}
+	for _, x := range p.Puts {
+		out[x.Namespace+"\x00"+x.Key] = true
+	}
+	for _, x := range p.Deletes {
+		out[x.Namespace+"\x00"+x.Key] = true
+	}
+	return out
+}
+
+func guarded(c wireMessage) bool {
+	var p protocol.KVCommitParams
+	_ = json.Unmarshal(c.Params, &p)
+	return len(p.Preconditions) > 0
+}
+
+func overlaps(a, b map[string]bool) bool {
+	for k := range a {
+		if b[k] {
+			return true
+		}
+	}
+	return false
+}
+
+// routeEvents are the Events the route checks match: a synthetic one of
+// each family and, when the handler offers samples, each sample.
+func routeEvents(ctx context.Context, d PackageDriver, r protocol.RouteDecl) []protocol.Event {
+	events := syntheticEvents(d)
+	if r.Samples {
+		var res protocol.RouteSamplesResult
+		if err := d.Call(ctx, "route.samples", protocol.RouteSamplesParams{Handler: r.Handler, ScopeID: scope(d), Now: certifyNow}, &res); err == nil {
+			for i, s := range res.Samples {
+				events = append(events, eventOf(d, s.Event, int64(100+i)))
+			}
+		}
+	}
+	return events
+}
+
+// CheckPackageRoutesPure asks each route handler to match each Event twice:
+// the answers must be the same, and the package must make no call to the
+// host while it decides.
+func CheckPackageRoutesPure(ctx context.Context, d PackageDriver) error {
+	var errs []error
+	for _, r := range d.Manifest().Provides.Routes {
+		for _, e := range routeEvents(ctx, d, r) {
+			params := protocol.RouteMatchParams{Handler: r.Handler, ScopeID: scope(d), Event: e}
+			var answers [2]json.RawMessage
+			for i := range 2 {
+				c := observe(ctx, d, "route.match", params, &answers[i])
+				if cbs := callbacks(c.during); len(cbs) > 0 {
+					errs = append(errs, fmt.Errorf("route %s: route.match of %s %s called the host while deciding: %s", r.Handler, e.Family, e.DeliveryID, describeCallbacks(cbs)))
+				}
+				if c.err != nil {
+					answers[i] = json.RawMessage(fmt.Sprintf("%q", "error: "+protocol.CodeOf(c.err)))
+					if !serving(c.err) {
+						errs = append(errs, fmt.Errorf("route %s: route.match of %s %s: %w", r.Handler, e.Family, e.DeliveryID, c.err))
+					}
+				}
+			}
+			if !sameJSON(answers[0], answers[1]) {
+				errs = append(errs, fmt.Errorf("route %s: route.match of %s %s answered differently for the same input: %s, then %s",
+					r.Handler, e.Family, e.DeliveryID, clip(string(answers[0]), 200), clip(string(answers[1]), 200)))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// CheckPackageRoutesDisplay matches each Event with each route handler that
+// declares a display: every display a decision carries must keep the
+// display limits and link only to http or https URLs.
+func CheckPackageRoutesDisplay(ctx context.Context, d PackageDriver) error {
+	var errs []error
+	checked := 0
+	for _, r := range d.Manifest().Provides.Routes {
+		if !r.Display {
+			continue
+		}
+		for _, e := range routeEvents(ctx, d, r) {
+			var res protocol.RouteMatchResult
+			if err := d.Call(ctx, "route.match", protocol.RouteMatchParams{Handler: r.Handler, ScopeID: scope(d), Event: e}, &res); err != nil {
+				if !serving(err) {
+					errs = append(errs, fmt.Errorf("route %s: route.match: %w", r.Handler, err))
+				}
+				continue
+			}
+			if res.Display == nil {
+				continue
+			}
+			checked++
+			disp := runtime.Display{Title: res.Display.Title, Ref: res.Display.Ref, Requester: res.Display.Requester}
+			for _, l := range res.Display.Links {
+				disp.Links = append(disp.Links, runtime.DisplayLink{Label: l.Label, URL: l.URL})
+			}
+			if err := runtime.ValidateDisplay(disp); err != nil {
+				errs = append(errs, fmt.Errorf("route %s: the display of %s %s breaks the display limits: %w", r.Handler, e.Family, e.DeliveryID, err))
+			}
+		}
+	}
+	if len(errs) == 0 && checked == 0 {
+		return notApplicable("no route decision carried a display for the Events certification could offer")
+	}
+	return errors.Join(errs...)
+}
+
+// CheckPackageRouteSamples asks each handler that declares samples for
+// them, on a fixed host clock: each sample needs an ID and a title, a
+// payload the package may write (its own source and declared family, the
+// schema absent or current) timed no later than the host's now, and
+// offering them calls nothing on the host.
+func CheckPackageRouteSamples(ctx context.Context, d PackageDriver) error {
+	m := d.Manifest()
+	declared := map[string]bool{}
+	for _, f := range families(m) {
+		declared[f] = true
+	}
+	var errs []error
+	for _, r := range m.Provides.Routes {
+		if !r.Samples {
+			continue
+		}
+		var res protocol.RouteSamplesResult
+		c := observe(ctx, d, "route.samples", protocol.RouteSamplesParams{Handler: r.Handler, ScopeID: scope(d), Now: certifyNow}, &res)
+		if c.err != nil {
+			errs = append(errs, fmt.Errorf("route %s: route.samples: %w", r.Handler, c.err))
+			continue
+		}
+		if cbs := callbacks(c.during); len(cbs) > 0 {
+			errs = append(errs, fmt.Errorf("route %s: route.samples called the host: %s", r.Handler, describeCallbacks(cbs)))
+		}
+		if len(res.Samples) == 0 {
+			errs = append(errs, fmt.Errorf("route %s declares samples but route.samples offered none", r.Handler))
+		}
+		ids := map[string]bool{}
+		for _, s := range res.Samples {
+			e := s.Event
+			bad := func(format string, args ...any) {
+				errs = append(errs, fmt.Errorf("route %s: sample %q: %s", r.Handler, s.ID, fmt.Sprintf(format, args...)))
+			}
+			switch {
+			case s.ID == "":
+				bad("it has no ID")
+			case ids[s.ID]:
+				bad("its ID is offered twice")
+			}
+			ids[s.ID] = true
+			if s.Title == "" {
+				bad("it has no title")
+			}
+			if !protocol.SourceNamespace(m.Name, e.Source) {
+				bad("source %q is not in the source namespace of %s", e.Source, m.Name)
+			}
+			if e.DeliveryID == "" {
+				bad("its Event has no delivery ID")
+			}
+			if !declared[e.Family] {
+				bad("family %q is not declared by the manifest", e.Family)
+			}
+			if err := m.CheckWrite(e.Schema); err != nil {
+				bad("%v", err)
+			}
+			if e.OccurredAt.After(certifyNow) {
+				bad("it occurred at %s, after the host's now %s: samples are timed by the host's clock", e.OccurredAt.Format(time.RFC3339), certifyNow.Format(time.RFC3339))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// CheckPackageOperationsIdempotent calls each handler operation twice with
+// one request ID: the second call must change nothing (no KV write, Event,
+// delivery or timer) and answer as the first did.
+func CheckPackageOperationsIdempotent(ctx context.Context, d PackageDriver) error {
+	var errs []error
+	for _, o := range d.Manifest().Provides.Operations {
+		if o.Kind != protocol.OperationKindHandler {
+			continue
+		}
+		p := protocol.OperationCallParams{Operation: o.Name, RequestID: fmt.Sprintf("certify-idempotent-%s-%d", o.Name, time.Now().UnixNano()),
+			Input: sampleInput(o.Input), Authority: authority(d)}
+		var first, second protocol.OperationCallResult
+		c1 := observe(ctx, d, "operation.call", p, &first)
+		c2 := observe(ctx, d, "operation.call", p, &second)
+		if !serving(c1.err) || !serving(c2.err) {
+			errs = append(errs, fmt.Errorf("operation %s: not answered: %v", o.Name, errors.Join(c1.err, c2.err)))
+			continue
+		}
+		if w := writes(callbacks(c2.during)); len(w) > 0 {
+			errs = append(errs, fmt.Errorf("operation %s: called again with request ID %q it made its effect again: %s", o.Name, p.RequestID, describeCallbacks(w)))
+		}
+		if (c1.err == nil) != (c2.err == nil) {
+			errs = append(errs, fmt.Errorf("operation %s: the same request answered %v, then %v", o.Name, c1.err, c2.err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// inTxCall is one in-transaction call certification can make.
+type inTxCall struct {
+	what   string
+	method string
+	params any
+	result any
+}
+
+// inTxCalls lists the in-transaction calls the manifest declares. An emit
+// operation with commit is planned first with operation.emit, outside the
+// deadline, as the toolbelt would.
+func inTxCalls(ctx context.Context, d PackageDriver) []inTxCall {
+	m := d.Manifest()
+	var out []inTxCall
+	for _, r := range m.Provides.Recurrences {
+		out = append(out, inTxCall{what: "recurrence " + r.Name, method: "recurrence.next", params: recurrenceParams(d, r.Name), result: &protocol.RecurrenceNextResult{}})
+	}
+	for _, k := range m.Provides.WorkKinds {
+		if k.Trigger {
+			out = append(out, inTxCall{what: "work kind " + k.Name, method: "work_kind.trigger", params: triggerParams(d, k.Name), result: &protocol.WorkKindTriggerResult{}})
+		}
+	}
+	events := syntheticEvents(d)
+	for _, o := range m.Provides.Operations {
+		if o.DependencyFilter && len(events) > 0 {
+			out = append(out, inTxCall{what: "operation " + o.Name, method: "dependency.filter", result: &protocol.DependencyFilterResult{},
+				params: protocol.DependencyFilterParams{Operation: o.Name, Event: events[0],
+					Wait: protocol.Wait{ID: "wait-certify", WorkID: "work-certify", Keys: []string{"certify"}, State: "open", CreatedAt: certifyNow}}})
+		}
+		if o.Commit {
+			if p, ok := planEmit(ctx, d, o.Name, "certify-commit-"+o.Name); ok {
+				out = append(out, inTxCall{what: "operation " + o.Name, method: "emit.commit", params: p, result: &protocol.EmitCommitResult{}})
+			}
+		}
+	}
+	return out
+}
+
+// planEmit plans an emission with operation.emit and returns the
+// emit.commit the host would make once it accepted the Event.
+func planEmit(ctx context.Context, d PackageDriver, op, requestID string) (protocol.EmitCommitParams, bool) {
+	var o protocol.OperationDecl
+	for _, x := range d.Manifest().Provides.Operations {
+		if x.Name == op {
+			o = x
+		}
+	}
+	var res protocol.OperationEmitResult
+	if err := d.Call(ctx, "operation.emit", protocol.OperationEmitParams{Operation: op, RequestID: requestID,
+		Input: sampleInput(o.Input), Authority: authority(d)}, &res); err != nil {
+		return protocol.EmitCommitParams{}, false
+	}
+	return protocol.EmitCommitParams{Operation: op, RequestID: requestID, Event: eventOf(d, res.Event, 1000), Commit: res.Commit}, true
+}
+
+// CheckPackageInTransactionDeadline makes each in-transaction call the
+// manifest declares: each must answer within protocol.InTransactionDeadline
+// and make no call to the host while it runs.
+func CheckPackageInTransactionDeadline(ctx context.Context, d PackageDriver) error {
+	calls := inTxCalls(ctx, d)
+	if len(calls) == 0 {
+		return notApplicable("no in-transaction call could be made")
+	}
+	var errs []error
+	for _, c := range calls {
+		cctx, cancel := context.WithTimeout(ctx, protocol.InTransactionDeadline)
+		t := observe(cctx, d, c.method, c.params, c.result)
+		cancel()
+		switch {
+		case errors.Is(t.err, context.DeadlineExceeded) || t.elapsed > protocol.InTransactionDeadline:
+			errs = append(errs, fmt.Errorf("%s: %s did not answer within the in-transaction deadline of %v", c.what, c.method, protocol.InTransactionDeadline))
+		case t.err != nil && !serving(t.err):
+			errs = append(errs, fmt.Errorf("%s: %s: %w", c.what, c.method, t.err))
+		}
+		if cbs := callbacks(t.during); len(cbs) > 0 {
+			errs = append(errs, fmt.Errorf("%s: %s called the host inside the transaction: %s", c.what, c.method, describeCallbacks(cbs)))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// writtenSchemas lists each payload schema the wire shows the package
+// writing: in its emissions, accepted Events, deliveries and timers, and
+// in its answers that produce payloads (ingress observations, planned
+// emissions, recurrence occurrences).
+func writtenSchemas(msgs []wireMessage) []string {
+	var out []string
+	add := func(s string) {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	type drafts struct {
+		Schema    string `json:"schema"`
+		Emissions []struct {
+			Schema string `json:"schema"`
+		} `json:"emissions"`
+		Events []struct {
+			Schema string `json:"schema"`
+		} `json:"events"`
+		Event *struct {
+			Schema string `json:"schema"`
+		} `json:"event"`
+		Observations []struct {
+			Event struct {
+				Schema string `json:"schema"`
+			} `json:"event"`
+		} `json:"observations"`
+	}
+	collect := func(raw json.RawMessage) {
+		var p drafts
+		if json.Unmarshal(raw, &p) != nil {
+			return
+		}
+		add(p.Schema)
+		for _, e := range p.Emissions {
+			add(e.Schema)
+		}
+		for _, e := range p.Events {
+			add(e.Schema)
+		}
+		if p.Event != nil {
+			add(p.Event.Schema)
+		}
+		for _, o := range p.Observations {
+			add(o.Event.Schema)
+		}
+	}
+	// The last request the host sent under each id, to pair answers.
+	pending := map[string]string{}
+	for _, m := range msgs {
+		if !m.json {
+			continue
+		}
+		switch {
+		case m.fromExtension && m.request():
+			switch m.Method {
+			case "kv.commit", "event.accept", "ingress.deliver", "timer.arm":
+				collect(m.Params)
+			}
+		case !m.fromExtension && m.request():
+			pending[string(m.ID)] = m.Method
+		case m.fromExtension && len(m.Result) > 0:
+			switch pending[string(m.ID)] {
+			case "ingress.push", "ingress.reconcile", "operation.emit", "recurrence.next":
+				collect(m.Result)
+			}
+		}
+	}
+	return out
+}
+
+// CheckPackageSchemasCurrent exercises the package and checks every
+// payload schema it wrote on the wire so far: each must be absent or the
+// current version of one of its own schema bases.
+func CheckPackageSchemasCurrent(ctx context.Context, d PackageDriver) error {
+	if err := exercise(ctx, d); err != nil {
+		return err
+	}
+	m := d.Manifest()
+	var errs []error
+	seen := map[string]bool{}
+	for _, s := range writtenSchemas(decodeWire(d.Wire(), 0)) {
+		if seen[s] {
+			continue
+		}
+		seen[s] = true
+		if err := m.CheckWrite(s); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// CheckPackageEmissionsAtomic plans each emit operation's emission and
+// commits its records: planning must write nothing (the records belong in
+// the emission's transaction, through emit.commit), and emit.commit must
+// call nothing on the host and name only the package's own namespaces.
+func CheckPackageEmissionsAtomic(ctx context.Context, d PackageDriver) error {
+	m := d.Manifest()
+	var errs []error
+	checked := 0
+	for _, o := range m.Provides.Operations {
+		if o.Kind != protocol.OperationKindEmit {
+			continue
+		}
+		checked++
+		req := fmt.Sprintf("certify-atomic-%s-%d", o.Name, time.Now().UnixNano())
+		var plan protocol.OperationEmitResult
+		c := observe(ctx, d, "operation.emit", protocol.OperationEmitParams{Operation: o.Name, RequestID: req,
+			Input: sampleInput(o.Input), Authority: authority(d)}, &plan)
+		if w := writes(callbacks(c.during)); len(w) > 0 {
+			errs = append(errs, fmt.Errorf("operation %s: planning the emission wrote outside the emission's transaction: %s", o.Name, describeCallbacks(w)))
+		}
+		if c.err != nil {
+			errs = append(errs, fmt.Errorf("operation %s: operation.emit: %w", o.Name, c.err))
+			continue
+		}
+		if !o.Commit {
+			continue
+		}
+		var res protocol.EmitCommitResult
+		t := observe(ctx, d, "emit.commit", protocol.EmitCommitParams{Operation: o.Name, RequestID: req,
+			Event: eventOf(d, plan.Event, 2000), Commit: plan.Commit}, &res)
+		if t.err != nil {
+			errs = append(errs, fmt.Errorf("operation %s: emit.commit: %w", o.Name, t.err))
+			continue
+		}
+		if cbs := callbacks(t.during); len(cbs) > 0 {
+			errs = append(errs, fmt.Errorf("operation %s: emit.commit wrote through the host instead of its answer: %s", o.Name, describeCallbacks(cbs)))
+		}
+		for _, p := range res.Puts {
+			if !protocol.Namespace(m.Name, p.Namespace) {
+				errs = append(errs, fmt.Errorf("operation %s: emit.commit puts into namespace %q", o.Name, p.Namespace))
+			}
+		}
+		for _, k := range res.Deletes {
+			if !protocol.Namespace(m.Name, k.Namespace) {
+				errs = append(errs, fmt.Errorf("operation %s: emit.commit deletes from namespace %q", o.Name, k.Namespace))
+			}
+		}
+	}
+	if checked == 0 {
+		return notApplicable("the manifest declares no emit operation; kv.commit emissions are atomic by the host's construction")
+	}
+	return errors.Join(errs...)
+}
+
+// CheckPackageEmissionsIdempotent plans each emit operation twice with one
+// request ID, and pushes one delivery twice to each ingress type: the same
+// request or delivery must name the same Events (source and delivery ID),
+// so the host accepts each once.
+func CheckPackageEmissionsIdempotent(ctx context.Context, d PackageDriver) error {
+	m := d.Manifest()
+	var errs []error
+	checked := 0
+	for _, o := range m.Provides.Operations {
+		if o.Kind != protocol.OperationKindEmit {
+			continue
+		}
+		p := protocol.OperationEmitParams{Operation: o.Name, RequestID: fmt.Sprintf("certify-emit-%s-%d", o.Name, time.Now().UnixNano()),
+			Input: sampleInput(o.Input), Authority: authority(d)}
+		var a, b protocol.OperationEmitResult
+		if err := d.Call(ctx, "operation.emit", p, &a); err != nil {
+			errs = append(errs, fmt.Errorf("operation %s: operation.emit: %w", o.Name, err))
+			continue
+		}
+		if err := d.Call(ctx, "operation.emit", p, &b); err != nil {
+			errs = append(errs, fmt.Errorf("operation %s: operation.emit again: %w", o.Name, err))
+			continue
+		}
+		checked++
+		if a.Event.Source != b.Event.Source || a.Event.DeliveryID != b.Event.DeliveryID {
+			errs = append(errs, fmt.Errorf("operation %s: the same request ID planned Event %s/%s, then %s/%s: the host would accept it twice",
+				o.Name, a.Event.Source, a.Event.DeliveryID, b.Event.Source, b.Event.DeliveryID))
+		}
+	}
+	ingress := map[string]bool{}
+	for _, e := range m.Provides.Extensions {
+		if e.Ingress {
+			ingress[e.Type] = true
+		}
+	}
+	if len(ingress) > 0 {
+		for _, src := range registeredSources(d) {
+			for typ := range ingress {
+				p := protocol.IngressPushParams{Type: typ, Source: src.Name, ScopeID: src.ScopeID, EntryID: "certify-" + typ,
+					Delivery: protocol.Delivery{ID: "certify-delivery-1", Path: "/" + m.Name, Body: syntheticPayload("certify-delivery-1"), ReceivedAt: certifyNow}}
+				var a, b protocol.IngressPushResult
+				if d.Call(ctx, "ingress.push", p, &a) != nil || d.Call(ctx, "ingress.push", p, &b) != nil || len(a.Events) == 0 {
+					continue // the package does not take this delivery; nothing to compare
+				}
+				checked++
+				if ids(a) != ids(b) {
+					errs = append(errs, fmt.Errorf("ingress %s: the same delivery to source %s observed Events %s, then %s", typ, src.Name, ids(a), ids(b)))
+				}
+			}
+		}
+	}
+	if checked == 0 && len(errs) == 0 {
+		return notApplicable("no emit operation or ingress delivery gave an Event to compare")
+	}
+	return errors.Join(errs...)
+}
+
+// ids names the Events a push observed.
+func ids(r protocol.IngressPushResult) string {
+	var s string
+	for _, e := range r.Events {
+		s += e.Source + "/" + e.DeliveryID + " "
+	}
+	return s
+}

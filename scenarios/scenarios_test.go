@@ -1,0 +1,66 @@
+package scenarios_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// binDir holds the open-conduit binary TestMain builds once for every
+// scenario.
+var binDir string
+
+// TestMain builds the real binary: the scenarios drive it as a CI job
+// would, and the bundled extensions (notes, runner) run on it, so it
+// cannot be an in-process testscript command.
+func TestMain(m *testing.M) {
+	os.Exit(buildAndRun(m))
+}
+
+func buildAndRun(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "open-conduit-scenarios-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	build := exec.Command("go", "build", "-o", filepath.Join(dir, "open-conduit"), "../cmd/open-conduit")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintf(os.Stderr, "building open-conduit: %v\n", err)
+		return 1
+	}
+	binDir = dir
+	return m.Run()
+}
+
+// TestScenarios runs every script in testdata against the built binary.
+func TestScenarios(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:   "testdata",
+		Cmds:  scriptCmds,
+		Setup: setup,
+	})
+}
+
+// setup puts the binary first on PATH and names the package directories
+// the scripts certify.
+func setup(env *testscript.Env) error {
+	env.Setenv("PATH", binDir+string(os.PathListSeparator)+env.Getenv("PATH"))
+	for name, rel := range map[string]string{
+		"EXT":    "../testdata/extensions",
+		"NOTES":  "../extensions/notes",
+		"RUNNER": "../extensions/runner",
+	} {
+		abs, err := filepath.Abs(rel)
+		if err != nil {
+			return err
+		}
+		env.Setenv(name, abs)
+	}
+	return nil
+}
