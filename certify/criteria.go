@@ -116,7 +116,7 @@ var criteria = []Criterion{
 	{
 		ID:      "emissions/atomic",
 		Title:   "Emissions atomic with their records",
-		Checks:  "a kv.commit batch's emissions and writes commit together or not at all: a failed precondition or refused emission applies nothing, and the records can name the emitted Event before it commits",
+		Checks:  "an emit operation writes its records only inside the emission's transaction: planning it (operation.emit) writes nothing, and emit.commit answers the records, in the package's own namespaces, without calling the host",
 		Section: sectionTransactions,
 		Applies: declaresFamilies,
 		Run:     suite(Suites.EmissionsAtomic),
@@ -124,7 +124,7 @@ var criteria = []Criterion{
 	{
 		ID:      "emissions/idempotent",
 		Title:   "Emissions idempotent by emitted ID",
-		Checks:  "emitting the same (source, delivery ID) again yields the same Event, named by its emitted ID, and not a second one",
+		Checks:  "the same request ID (operation.emit) or the same delivery (ingress.push) names the same Events again, by source and delivery ID, so the host accepts each once",
 		Section: sectionTransactions,
 		Applies: declaresFamilies,
 		Run:     suite(Suites.EmissionsIdempotent),
@@ -160,7 +160,7 @@ var criteria = []Criterion{
 	{
 		ID:      "kv/atomicity",
 		Title:   "KV atomicity",
-		Checks:  "the package's KV writes go through precondition-guarded kv.commit batches that apply as one unit, and a conflict is re-read and retried rather than overwritten",
+		Checks:  "under contending calls, a kv.commit the host refused as a conflict is followed by a fresh read or a precondition-guarded batch, never a blind overwrite of the same keys",
 		Section: sectionTransactions,
 		Run:     suite(Suites.KVAtomicity),
 	},
@@ -174,7 +174,7 @@ var criteria = []Criterion{
 	{
 		ID:      "lifecycle/crash-restart",
 		Title:   "Crash, restart, configure again",
-		Checks:  "after the process is killed, pending requests fail with a transport error, and the restarted process completes initialize and configure again and serves as before",
+		Checks:  "after the process is killed (SIGKILL), the host restarts it, and the new process completes initialize and configure again and serves as before",
 		Section: sectionCrash,
 		Run:     suite(Suites.CrashRestart),
 	},
@@ -297,7 +297,7 @@ var criteria = []Criterion{
 	{
 		ID:      "transactions/deadline",
 		Title:   "In-transaction methods within 250 ms",
-		Checks:  "recurrence.next, work_kind.trigger, dependency.filter and emit.commit answer within the 250 ms in-transaction deadline and make no callback while they run",
+		Checks:  "recurrence.next, work_kind.trigger, dependency.filter and emit.commit answer within the 250 ms in-transaction deadline (a miss is tried again twice, as the host retries the transaction) and make no callback while they run",
 		Section: sectionTransactions,
 		Applies: declares("the manifest declares no in-transaction method (no recurrence, work-kind trigger, dependency filter or emit commit)", declaresInTransaction),
 		Run:     suite(Suites.InTransactionDeadline),

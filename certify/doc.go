@@ -21,7 +21,7 @@
 // rule over the manifest and a Run function. Apart from manifest/valid,
 // which the runner checks itself, every criterion runs one of the shared
 // conformance suites through the Suites interface; certify never holds a
-// second copy of their logic. Until a Suites implementation is wired, those
+// second copy of their logic. Without a Suites implementation those
 // criteria end as harness_error, never as pass.
 //
 // Every criterion ends in exactly one Status: pass, fail, skip (it does not
@@ -54,10 +54,15 @@
 //
 // Wiring: the runner reaches a package only through a LaunchFunc (which
 // makes a Package: the supervised process, its wire transcript and stderr
-// tail) and the suites only through Suites. The host provides both and sets
-// them on Config, or on Command for the command line. Without them the
-// runner still checks manifest/valid and reports every other criterion
-// that applies as harness_error.
+// tail) and the suites only through Suites. HostLaunch and PackageSuites
+// wire both to the real host: the package runs under host.Process with a
+// host.Service on an SQLite store in the run's temporary state directory,
+// a wire tap records every line, and each criterion runs a
+// conformance.CheckPackageX core against it (NewCommand for the command
+// line). Without them the runner still checks manifest/valid and reports
+// every other criterion that applies as harness_error. A suite that finds
+// nothing to check in what the package offers returns ErrNotApplicable and
+// its criterion ends as skip, with the reason.
 //
 // Run is the library entry point; Main only parses flags around it.
 package certify

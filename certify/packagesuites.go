@@ -2,8 +2,6 @@ package certify
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/open-conduit/open-conduit/conformance"
@@ -104,16 +102,6 @@ func (packageSuites) SchemasCurrent(ctx context.Context, t *Target) error {
 	return run(ctx, t, conformance.CheckPackageSchemasCurrent)
 }
 
-// InTransactionDeadline restarts a package that missed the deadline: it
-// may still be stuck in the call, and the next criterion needs it serving.
 func (packageSuites) InTransactionDeadline(ctx context.Context, t *Target) error {
-	err := run(ctx, t, conformance.CheckPackageInTransactionDeadline)
-	if err != nil && !errors.Is(err, ErrHarness) && !errors.Is(err, ErrNotApplicable) {
-		if p, perr := t.Package(ctx); perr == nil {
-			if rerr := p.Restart(context.WithoutCancel(ctx)); rerr != nil {
-				err = errors.Join(err, fmt.Errorf("restarting the package after the missed deadline: %w", rerr))
-			}
-		}
-	}
-	return err
+	return run(ctx, t, conformance.CheckPackageInTransactionDeadline)
 }

@@ -61,6 +61,9 @@ type PackageDriver interface {
 	// Kill ends the supervised process with SIGKILL, as a crash would; the
 	// host then restarts it.
 	Kill() error
+	// Restart replaces the supervised process with a fresh one, after a
+	// check left it stuck in a call it never answered.
+	Restart(ctx context.Context) error
 	// Spawn starts a spare process of the package with nothing sent to it
 	// yet. The check kills it when done.
 	Spawn(ctx context.Context) (RawPackage, error)
@@ -394,12 +397,20 @@ func exercise(ctx context.Context, d PackageDriver) error {
 			call("operation.emit", protocol.OperationEmitParams{Operation: o.Name, RequestID: req, Input: sampleInput(o.Input), Authority: authority(d)})
 		}
 	}
-	for _, r := range m.Provides.Recurrences {
-		call("recurrence.next", recurrenceParams(d, r.Name))
-	}
-	for _, k := range m.Provides.WorkKinds {
-		if k.Trigger {
-			call("work_kind.trigger", triggerParams(d, k.Name))
+	// In-transaction calls last, under their deadline as the host makes
+	// them; a package stuck in one is replaced, so the next check finds it
+	// serving.
+	for _, c := range inTxCalls(ctx, d) {
+		if ctx.Err() != nil {
+			break
+		}
+		tctx, cancel := context.WithTimeout(ctx, protocol.InTransactionDeadline)
+		err := d.Call(tctx, c.method, c.params, c.result)
+		cancel()
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			if err := d.Restart(ctx); err != nil {
+				return fmt.Errorf("restarting the package after %s missed its deadline: %w", c.method, err)
+			}
 		}
 	}
 	return ctx.Err()

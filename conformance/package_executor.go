@@ -210,43 +210,35 @@ func CheckPackageExecutorControls(ctx context.Context, d PackageDriver) error {
 			ex, id := ref()
 			answered("executor.inject", protocol.ExecutorInjectParams{Executor: ex, RunID: id, Text: "0\n"})
 		}
-		switch {
-		case c.Stop:
+		if l.Interrupt {
+			// An interrupt asks the run to stop what it does; whether the
+			// run then ends is the executor's own affair.
+			ex, id := ref()
+			answered("executor.interrupt", protocol.ExecutorInterruptParams{Executor: ex, RunID: id})
+		}
+		settledRun := false
+		if c.Stop {
 			var res protocol.ExecutorStopResult
 			if err := d.Call(ctx, "executor.stop", protocol.ExecutorStopParams{Executor: e.Name, RunID: run.runID}, &res); err != nil {
 				errs = append(errs, fmt.Errorf("executor %s: executor.stop: %w", e.Name, err))
 			} else if !res.Stopped {
 				errs = append(errs, fmt.Errorf("executor %s: executor.stop of a running run answered stopped=false", e.Name))
 			}
-		case l.Interrupt:
-			answered("executor.interrupt", protocol.ExecutorInterruptParams{Executor: e.Name, RunID: run.runID})
-		}
-		if c.Stop || l.Interrupt {
 			if res, err := run.wait(ctx, d); err != nil {
-				errs = append(errs, err)
+				errs = append(errs, fmt.Errorf("after executor.stop: %w", err))
 			} else if !settled(res.State) {
 				errs = append(errs, fmt.Errorf("executor %s: a stopped run settled as %q", e.Name, res.State))
-			}
-		}
-		if l.Interrupt && c.Stop {
-			irun := newRun(d, e.Name, "interrupt-"+tag, cmdLong)
-			if err := irun.start(ctx, d, cmdLong); err != nil {
-				errs = append(errs, err)
 			} else {
-				answered("executor.interrupt", protocol.ExecutorInterruptParams{Executor: e.Name, RunID: irun.runID})
-				if _, err := irun.wait(ctx, d); err != nil {
-					errs = append(errs, fmt.Errorf("after executor.interrupt: %w", err))
-					irun.stop(ctx, d)
-				}
+				settledRun = true
 			}
 		}
 		if l.Resume {
 			answered("executor.resume", protocol.ExecutorResumeParams{Executor: e.Name, RunID: run.runID}, protocol.CodeUnsupported, protocol.CodeInvalid)
 		}
-		if c.Forget {
+		if c.Forget && settledRun {
 			answered("executor.forget", protocol.ExecutorForgetParams{Executor: e.Name, RunID: run.runID})
 		}
-		if !c.Stop && !l.Interrupt {
+		if !settledRun {
 			run.stop(ctx, d)
 		}
 	}

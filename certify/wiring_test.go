@@ -1,0 +1,113 @@
+package certify_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/open-conduit/open-conduit/certify"
+	"github.com/open-conduit/open-conduit/protocol"
+)
+
+// openConduit is the open-conduit binary, built once for the package's
+// tests: the host runs the bundled packages on it.
+var openConduit string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "certify-test-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	openConduit = filepath.Join(dir, "open-conduit")
+	if out, err := exec.Command("go", "build", "-o", openConduit, "../cmd/open-conduit").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "go build ../cmd/open-conduit: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// certifyDir certifies dir through the library with the real host.
+func certifyDir(t *testing.T, dir string, sel string) certify.Report {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cfg := certify.Config{Dir: dir, Suites: certify.PackageSuites(), Launch: certify.HostLaunch(openConduit)}
+	if sel != "" {
+		cfg.Select = regexp.MustCompile(sel)
+	}
+	report, err := certify.Run(ctx, cfg)
+	require.NoError(t, err)
+	return report
+}
+
+// TestCertifyGoodPackagesOverTheWire certifies the bundled packages and
+// the Python example under the real host: every criterion that applies
+// passes, none is left to the harness, and the criteria each package's
+// manifest makes applicable are the ones that ran.
+func TestCertifyGoodPackagesOverTheWire(t *testing.T) {
+	lifecycle := []string{"lifecycle/crash-restart", "lifecycle/handshake", "lifecycle/manifest-match", "lifecycle/shutdown",
+		"lifecycle/stdin-eof", "lifecycle/stdout-hygiene", "lifecycle/version-mismatch", "manifest/valid", "kv/scoping", "kv/atomicity"}
+	for _, tc := range []struct {
+		name, dir string
+		mustPass  []string
+	}{
+		{"notes", filepath.Join("..", "extensions", "notes"), append([]string{"cancellation/honoured", "emissions/atomic",
+			"emissions/idempotent", "operations/idempotent", "routes/display", "routes/pure", "routes/samples",
+			"schemas/current-version", "transactions/deadline"}, lifecycle...)},
+		{"runner", filepath.Join("..", "extensions", "runner"), append([]string{"cancellation/honoured",
+			"executor/controls", "executor/lifecycle"}, lifecycle...)},
+		{"pynotes", filepath.Join("..", "testdata", "extensions", "pynotes"), append([]string{"cancellation/honoured",
+			"operations/idempotent", "routes/display", "routes/pure", "schemas/current-version"}, lifecycle...)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := protocol.LoadManifest(tc.dir)
+			require.NoError(t, err)
+			if !m.RunsOnHost() {
+				if _, err := exec.LookPath("python3"); err != nil {
+					t.Skip("python3 is not installed")
+				}
+			}
+			report := certifyDir(t, tc.dir, "")
+			status := map[string]certify.Status{}
+			for _, r := range report.Results {
+				status[r.ID] = r.Status
+				assert.Contains(t, []certify.Status{certify.StatusPass, certify.StatusSkip}, r.Status, "%s: %s", r.ID, r.Detail)
+			}
+			for _, id := range tc.mustPass {
+				assert.Equal(t, certify.StatusPass, status[id], "%s must run and pass", id)
+			}
+			assert.Equal(t, certify.ExitOK, report.ExitCode())
+			assert.Equal(t, protocol.Version(1), report.ProtocolVersion)
+			assert.NotEmpty(t, report.Trace, "the wire transcript")
+		})
+	}
+}
+
+// TestCertifyReportsTheFirstStrayLine: the wire tap keeps a stray stdout
+// line from the connection and the report quotes it; the negative control
+// of stdout hygiene.
+func TestCertifyReportsTheFirstStrayLine(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed")
+	}
+	report := certifyDir(t, filepath.Join("..", "testdata", "extensions", "weak-stray-stdout"), "^lifecycle/stdout-hygiene$")
+	require.Len(t, report.Results, 1)
+	r := report.Results[0]
+	assert.Equal(t, certify.StatusFail, r.Status)
+	line, ok := certify.StrayStdout(report.Trace)
+	require.True(t, ok, "the trace holds the stray line")
+	assert.Contains(t, r.Detail, line)
+	assert.Equal(t, certify.ExitFail, report.ExitCode())
+}
