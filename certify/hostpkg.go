@@ -63,6 +63,13 @@ func HostLaunch(executable string) LaunchFunc {
 				return nil, Harnessf("finding the open-conduit executable: %w", err)
 			}
 		}
+		if spec.Manifest.RunsOnHost() {
+			// The host runs this package on its own executable: a missing
+			// one is the runner's fault, not the package's.
+			if info, err := os.Stat(exe); err != nil || info.IsDir() {
+				return nil, Harnessf("the open-conduit executable %q that runs %s is not there: %v", exe, spec.Manifest.Name, err)
+			}
+		}
 		return &hostPackage{dir: dir, manifest: spec.Manifest, root: spec.StateDir, exe: exe,
 			wire: &wireRecorder{}, recoveries: map[string]json.RawMessage{}}, nil
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/open-conduit/open-conduit/certify"
+	"github.com/open-conduit/open-conduit/conformance"
 	"github.com/open-conduit/open-conduit/protocol"
 )
 
@@ -110,4 +111,20 @@ func TestCertifyReportsTheFirstStrayLine(t *testing.T) {
 	require.True(t, ok, "the trace holds the stray line")
 	assert.Contains(t, r.Detail, line)
 	assert.Equal(t, certify.ExitFail, report.ExitCode())
+}
+
+// TestHostLaunchIsAPackageDriver runs the conformance package checks as
+// subtests on notes through the Package HostLaunch makes, the way a Go
+// test of an extension can without the certify runner.
+func TestHostLaunchIsAPackageDriver(t *testing.T) {
+	dir := filepath.Join("..", "extensions", "notes")
+	m, err := protocol.LoadManifest(dir)
+	require.NoError(t, err)
+	p, err := certify.HostLaunch(openConduit)(t.Context(), certify.LaunchSpec{Dir: dir, Manifest: m, StateDir: t.TempDir()})
+	require.NoError(t, err)
+	require.NoError(t, p.Start(t.Context()))
+	t.Cleanup(func() { p.Stop(context.Background()) })
+	d, ok := p.(conformance.PackageDriver)
+	require.True(t, ok, "the host-backed package drives the conformance checks")
+	conformance.RunPackage(t, d)
 }

@@ -99,6 +99,9 @@ func settled(state string) bool {
 // restarted package through recover with that metadata and settle; and
 // recover with metadata it cannot adopt must answer not_adoptable.
 func CheckPackageExecutorLifecycle(ctx context.Context, d PackageDriver) error {
+	if len(d.Manifest().Provides.Executors) == 0 {
+		return notApplicable("the manifest declares no executor")
+	}
 	var errs []error
 	for i, e := range d.Manifest().Provides.Executors {
 		if err := checkExecutorLifecycle(ctx, d, e.Name, fmt.Sprintf("%d-%d", i, time.Now().UnixNano())); err != nil {
@@ -172,14 +175,20 @@ func restartByKill(ctx context.Context, d PackageDriver) error {
 }
 
 // CheckPackageExecutorControls exercises each control and label method an
-// executor declares on runs of its own: stop ends a run and reports it
-// stopped, forget drops a settled run, live and attach answer (or say
-// there is nothing), interrupt ends a run, inject and resume are answered.
+// executor declares on a run of its own: live and attach answer (or say
+// there is nothing), inject and interrupt are answered, stop reports the
+// run stopped and it then settles, forget drops the settled run, and
+// resume is answered (or refused as unsupported or invalid).
 func CheckPackageExecutorControls(ctx context.Context, d PackageDriver) error {
 	var errs []error
+	checked := 0
 	for i, e := range d.Manifest().Provides.Executors {
 		tag := fmt.Sprintf("%d-%d", i, time.Now().UnixNano())
 		c, l := e.Controls, e.Labels
+		if !(c.Live || c.Attach || c.Stop || c.Forget || l.Inject || l.Interrupt || l.Resume) {
+			continue
+		}
+		checked++
 		answered := func(method string, params any, acceptable ...protocol.Code) {
 			err := d.Call(ctx, method, params, nil)
 			if err == nil {
@@ -197,24 +206,19 @@ func CheckPackageExecutorControls(ctx context.Context, d PackageDriver) error {
 			errs = append(errs, err)
 			continue
 		}
-		ref := func() (string, string) { return e.Name, run.runID }
 		if c.Live {
-			ex, id := ref()
-			answered("executor.live", protocol.ExecutorLiveParams{Executor: ex, RunID: id, Tail: 1024}, protocol.CodeNotLive)
+			answered("executor.live", protocol.ExecutorLiveParams{Executor: e.Name, RunID: run.runID, Tail: 1024}, protocol.CodeNotLive)
 		}
 		if c.Attach {
-			ex, id := ref()
-			answered("executor.attach", protocol.ExecutorAttachParams{Executor: ex, RunID: id}, protocol.CodeNothingToAttach)
+			answered("executor.attach", protocol.ExecutorAttachParams{Executor: e.Name, RunID: run.runID}, protocol.CodeNothingToAttach)
 		}
 		if l.Inject {
-			ex, id := ref()
-			answered("executor.inject", protocol.ExecutorInjectParams{Executor: ex, RunID: id, Text: "0\n"})
+			answered("executor.inject", protocol.ExecutorInjectParams{Executor: e.Name, RunID: run.runID, Text: "0\n"})
 		}
 		if l.Interrupt {
 			// An interrupt asks the run to stop what it does; whether the
 			// run then ends is the executor's own affair.
-			ex, id := ref()
-			answered("executor.interrupt", protocol.ExecutorInterruptParams{Executor: ex, RunID: id})
+			answered("executor.interrupt", protocol.ExecutorInterruptParams{Executor: e.Name, RunID: run.runID})
 		}
 		settledRun := false
 		if c.Stop {
@@ -241,6 +245,9 @@ func CheckPackageExecutorControls(ctx context.Context, d PackageDriver) error {
 		if !settledRun {
 			run.stop(ctx, d)
 		}
+	}
+	if checked == 0 {
+		return notApplicable("no executor declares a control certification can exercise")
 	}
 	return errors.Join(errs...)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"time"
 
 	"github.com/open-conduit/open-conduit/protocol"
 	"github.com/open-conduit/open-conduit/protocol/jsonrpc"
@@ -166,11 +167,30 @@ func clipBytes(s string, n int) string {
 // CheckPackageShutdown sends shutdown to a spare process after its
 // handshake: the package must answer it, refuse a new request with
 // shutting_down (or have exited already) and exit on its own, with its
-// stdin still open, within PackageExitBound.
+// stdin still open, within PackageExitBound of answering. When it declares
+// an executor, an executor.wait is in flight as shutdown arrives: it must
+// be answered (finished or cancelled), never dropped by the exit.
 func CheckPackageShutdown(ctx context.Context, d PackageDriver) error {
 	return withSpare(ctx, d, func(p RawPackage) error {
 		if err := handshake(ctx, d, p); err != nil {
 			return fmt.Errorf("before shutdown: %w", err)
+		}
+		var inflight chan error
+		if execs := d.Manifest().Provides.Executors; len(execs) > 0 {
+			run := newRun(d, execs[0].Name, fmt.Sprintf("shutdown-%d", time.Now().UnixNano()), cmdShort)
+			if err := run.start(ctx, p, cmdShort); err != nil {
+				return fmt.Errorf("before shutdown: %w", err)
+			}
+			from := len(d.Wire())
+			inflight = make(chan error, 1)
+			go func() {
+				inflight <- p.Call(ctx, "executor.wait", protocol.ExecutorWaitParams{Executor: run.executor, RunID: run.runID}, nil)
+			}()
+			// Shutdown must follow the wait on the stream: the wire records
+			// a line as it is written, in order.
+			if err := awaitSent(ctx, d, from, "executor.wait"); err != nil {
+				return fmt.Errorf("before shutdown: %w", err)
+			}
 		}
 		if err := p.Call(ctx, "shutdown", protocol.Empty{}, nil); err != nil {
 			return fmt.Errorf("shutdown was not answered: %w", err)
@@ -187,8 +207,37 @@ func CheckPackageShutdown(ctx context.Context, d PackageDriver) error {
 		if !waitExit(ctx, p, PackageExitBound) {
 			errs = append(errs, fmt.Errorf("the package did not exit within %v of shutdown", PackageExitBound))
 		}
+		if inflight != nil {
+			select {
+			case err := <-inflight:
+				if !serving(err) {
+					errs = append(errs, fmt.Errorf("the executor.wait in flight at shutdown was never answered: %v", err))
+				}
+			case <-time.After(PackageExitBound):
+				errs = append(errs, errors.New("the executor.wait in flight at shutdown was never answered"))
+			}
+		}
 		return errors.Join(errs...)
 	})
+}
+
+// awaitSent waits until the wire shows a request of method sent after
+// line from.
+func awaitSent(ctx context.Context, d PackageDriver, from int, method string) error {
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for {
+		for _, m := range decodeWire(d.Wire(), from) {
+			if !m.fromExtension && m.request() && m.Method == method {
+				return nil
+			}
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return fmt.Errorf("%s was not sent: %w", method, ctx.Err())
+		}
+	}
 }
 
 // CheckPackageStdinEOF closes a spare process's stdin after its handshake:

@@ -175,6 +175,9 @@ func routeEvents(ctx context.Context, d PackageDriver, r protocol.RouteDecl) []p
 // the answers must be the same, and the package must make no call to the
 // host while it decides.
 func CheckPackageRoutesPure(ctx context.Context, d PackageDriver) error {
+	if len(d.Manifest().Provides.Routes) == 0 {
+		return notApplicable("the manifest declares no route handler")
+	}
 	var errs []error
 	for _, r := range d.Manifest().Provides.Routes {
 		for _, e := range routeEvents(ctx, d, r) {
@@ -250,10 +253,12 @@ func CheckPackageRouteSamples(ctx context.Context, d PackageDriver) error {
 		declared[f] = true
 	}
 	var errs []error
+	checked := 0
 	for _, r := range m.Provides.Routes {
 		if !r.Samples {
 			continue
 		}
+		checked++
 		var res protocol.RouteSamplesResult
 		c := observe(ctx, d, "route.samples", protocol.RouteSamplesParams{Handler: r.Handler, ScopeID: scope(d), Now: certifyNow}, &res)
 		if c.err != nil {
@@ -299,6 +304,9 @@ func CheckPackageRouteSamples(ctx context.Context, d PackageDriver) error {
 			}
 		}
 	}
+	if checked == 0 {
+		return notApplicable("no route handler declares samples")
+	}
 	return errors.Join(errs...)
 }
 
@@ -307,10 +315,12 @@ func CheckPackageRouteSamples(ctx context.Context, d PackageDriver) error {
 // delivery or timer) and answer as the first did.
 func CheckPackageOperationsIdempotent(ctx context.Context, d PackageDriver) error {
 	var errs []error
+	checked := 0
 	for _, o := range d.Manifest().Provides.Operations {
 		if o.Kind != protocol.OperationKindHandler {
 			continue
 		}
+		checked++
 		p := protocol.OperationCallParams{Operation: o.Name, RequestID: fmt.Sprintf("certify-idempotent-%s-%d", o.Name, time.Now().UnixNano()),
 			Input: sampleInput(o.Input), Authority: authority(d)}
 		var first, second protocol.OperationCallResult
@@ -326,6 +336,9 @@ func CheckPackageOperationsIdempotent(ctx context.Context, d PackageDriver) erro
 		if (c1.err == nil) != (c2.err == nil) {
 			errs = append(errs, fmt.Errorf("operation %s: the same request answered %v, then %v", o.Name, c1.err, c2.err))
 		}
+	}
+	if checked == 0 {
+		return notApplicable("the manifest declares no handler operation")
 	}
 	return errors.Join(errs...)
 }

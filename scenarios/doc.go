@@ -14,7 +14,7 @@
 //     harness error;
 //   - list: --list, alone and with --run, and a pattern that selects
 //     nothing (exit 2);
-//   - run: --run selecting one criterion, and a typo in it;
+//   - run: --run selecting one criterion, a typo in it, and --keep;
 //   - baseline: --baseline with a known failure (exit 0), a stale entry
 //     (exit 1) and an entry naming no criterion;
 //   - junit: the --junit XML and the --trace transcript;
@@ -28,7 +28,10 @@
 //
 // The scripts see $EXT (testdata/extensions of the module), $NOTES and
 // $RUNNER (the bundled packages). Scripts for Python packages skip when
-// python3 is not installed.
+// python3 is not installed; when it is, the interpreter is linked next to
+// the binary so a version-manager shim does not slow every start. The test
+// stats the module's sources, so go test's cache reruns the scenarios
+// after any change to the binary or the packages.
 //
 // Run them all with
 //

@@ -1,0 +1,409 @@
+// Package packagetest drives a Go extension package in process for the
+// conformance package checks: a conformance.PackageDriver whose supervised
+// instance is the extension attached to the real host service (sdk.Attach
+// and host.Attach, no JSON) on an SQLite store, and whose spare instances
+// are the extension served by sdk.ServeConn over in-memory pipes. It is
+// test support for extension packages; the process-backed driver is
+// certify's HostLaunch.
+package packagetest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/open-conduit/open-conduit/conformance"
+	"github.com/open-conduit/open-conduit/host"
+	"github.com/open-conduit/open-conduit/protocol"
+	"github.com/open-conduit/open-conduit/protocol/jsonrpc"
+	"github.com/open-conduit/open-conduit/protocol/sdk"
+	"github.com/open-conduit/open-conduit/runtime/sqlite"
+)
+
+// Scope is the scope the driver configures the package in, one entry per
+// extension type the manifest declares, as certification does.
+const Scope = "certify"
+
+// Config describes the package to drive.
+type Config struct {
+	// Dir is the package directory; its manifest is the one the checks
+	// hold the extension's initialize answer to.
+	Dir string
+	// New returns a fresh instance of the extension: one per supervised
+	// start and per spare.
+	New func() *sdk.Extension
+	// StateDir is a fresh directory for the store and the package's
+	// state.
+	StateDir string
+}
+
+// Driver is the in-process conformance.PackageDriver.
+type Driver struct {
+	cfg      Config
+	manifest *protocol.Manifest
+	store    *sqlite.Store
+	svc      *host.Service
+	wire     recorder
+
+	mu         sync.Mutex
+	att        *host.Attached
+	live       context.Context // ends when the instance is replaced
+	replace    context.CancelFunc
+	gen        uint64
+	recoveries map[string]json.RawMessage
+}
+
+var (
+	_ conformance.PackageDriver = (*Driver)(nil)
+	_ conformance.RawPackage    = (*spare)(nil)
+)
+
+// Start opens the store and attaches the first instance, with its
+// handshake. Close the Driver when done.
+func Start(ctx context.Context, cfg Config) (*Driver, error) {
+	m, err := protocol.LoadManifest(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+	d := &Driver{cfg: cfg, manifest: m, recoveries: map[string]json.RawMessage{}}
+	if err := os.MkdirAll(host.StateDir(cfg.StateDir, m.Name), 0o700); err != nil {
+		return nil, err
+	}
+	if d.store, err = sqlite.Open(filepath.Join(cfg.StateDir, "store")); err != nil {
+		return nil, err
+	}
+	d.svc = host.NewService(host.ServiceConfig{Manifest: m, Store: d.store, Blobs: d.store})
+	if err := d.attach(ctx); err != nil {
+		d.store.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// Close ends the instance and closes the store.
+func (d *Driver) Close() error {
+	d.mu.Lock()
+	if d.replace != nil {
+		d.replace()
+	}
+	d.mu.Unlock()
+	return d.store.Close()
+}
+
+// attach starts a fresh instance, as a restarted process is: calls still
+// in flight on the old one fail as over a broken pipe.
+func (d *Driver) attach(ctx context.Context) error {
+	ext, err := sdk.Attach(d.cfg.New(), d.wire.caller(true, d.svc))
+	if err != nil {
+		return err
+	}
+	recorded := d.wire.caller(false, ext)
+	// host.Attach names no directories in initialize; a process's host
+	// does, so the driver adds them.
+	init := d.InitializeParams()
+	withDirs := sdk.CallerFunc(func(ctx context.Context, method string, params, result any) error {
+		if p, ok := params.(protocol.InitializeParams); ok && method == "initialize" {
+			p.StateDir, p.ExecutorDirs = init.StateDir, init.ExecutorDirs
+			params = p
+		}
+		return recorded.Call(ctx, method, params, result)
+	})
+	att, err := host.Attach(ctx, withDirs, d.svc, d.ConfigureParams())
+	if err != nil {
+		return err
+	}
+	live, replace := context.WithCancel(context.Background())
+	d.mu.Lock()
+	if d.replace != nil {
+		d.replace()
+	}
+	d.att, d.live, d.replace = att, live, replace
+	d.gen++
+	d.mu.Unlock()
+	return nil
+}
+
+// Manifest is the manifest in the package directory.
+func (d *Driver) Manifest() *protocol.Manifest { return d.manifest }
+
+// InitializeParams offers every version the host speaks, with the state
+// and executor directories under StateDir.
+func (d *Driver) InitializeParams() protocol.InitializeParams {
+	p := protocol.InitializeParams{ProtocolVersions: protocol.SupportedVersions(), Host: protocol.HostInfo{Name: host.HostName},
+		StateDir: host.StateDir(d.cfg.StateDir, d.manifest.Name)}
+	for _, e := range d.manifest.Provides.Executors {
+		if p.ExecutorDirs == nil {
+			p.ExecutorDirs = map[string]string{}
+		}
+		p.ExecutorDirs[e.Name] = filepath.Join(d.cfg.StateDir, "executors", e.Name)
+	}
+	return p
+}
+
+// ConfigureParams has one entry per declared extension type in Scope.
+func (d *Driver) ConfigureParams() protocol.ConfigureParams {
+	p := protocol.ConfigureParams{Entries: []protocol.ConfigEntry{}, Connections: []protocol.Connection{}}
+	for _, e := range d.manifest.Provides.Extensions {
+		p.Entries = append(p.Entries, protocol.ConfigEntry{ScopeID: Scope, ID: "certify-" + e.Type, Type: e.Type, Config: json.RawMessage(`{}`)})
+	}
+	return p
+}
+
+// Call calls the supervised instance through the host's attachment.
+func (d *Driver) Call(ctx context.Context, method string, params, result any) error {
+	d.mu.Lock()
+	att, live := d.att, d.live
+	d.mu.Unlock()
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	defer context.AfterFunc(live, stop)()
+	err := att.Call(ctx, method, params, result)
+	if live.Err() != nil {
+		return fmt.Errorf("%w: the instance was replaced", jsonrpc.ErrTransport)
+	}
+	return err
+}
+
+// Wire is every message recorded so far: the attached instance's calls
+// both ways, encoded as the lines they would be, and the spares' real
+// lines.
+func (d *Driver) Wire() []conformance.WireLine { return d.wire.lines() }
+
+// Generation counts the attached instances' handshakes.
+func (d *Driver) Generation() uint64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.gen
+}
+
+// Kill is a crash in process: the instance is dropped, its calls in
+// flight fail, and a fresh one is attached with its handshake, as the
+// host restarts a killed process.
+func (d *Driver) Kill() error { return d.attach(context.Background()) }
+
+// Restart replaces the instance with a fresh one.
+func (d *Driver) Restart(ctx context.Context) error { return d.attach(ctx) }
+
+// OpenRun opens an executor run with the host's service.
+func (d *Driver) OpenRun(workID, executionID string) (string, func() json.RawMessage) {
+	var id string
+	r := d.svc.OpenRun(workID, executionID, func(_ context.Context, metadata json.RawMessage) error {
+		d.mu.Lock()
+		d.recoveries[id] = append(json.RawMessage(nil), metadata...)
+		d.mu.Unlock()
+		return nil
+	})
+	id = r.ID
+	return id, func() json.RawMessage {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		return d.recoveries[id]
+	}
+}
+
+// Spawn serves a fresh instance with sdk.ServeConn over in-memory pipes,
+// its calls to the host served by the same service.
+func (d *Driver) Spawn(ctx context.Context) (conformance.RawPackage, error) {
+	toExtR, toExtW := io.Pipe()
+	fromExtR, fromExtW := io.Pipe()
+	sctx, cancel := context.WithCancel(context.Background())
+	sp := &spare{stdin: toExtW, stdout: fromExtR, cancel: cancel, exited: make(chan struct{})}
+	ext := d.cfg.New()
+	go func() {
+		defer close(sp.exited)
+		_ = sdk.ServeConn(sctx, toExtR, fromExtW, ext)
+	}()
+	sp.conn = jsonrpc.NewConn(d.wire.reader(fromExtR), d.wire.writer(toExtW), d.svc.Handler(), &jsonrpc.Options{DecodeError: sdk.DecodeError})
+	return sp, nil
+}
+
+// spare is an instance Spawn serves.
+type spare struct {
+	conn   *jsonrpc.Conn
+	stdin  *io.PipeWriter
+	stdout *io.PipeReader
+	cancel context.CancelFunc
+	exited chan struct{}
+}
+
+func (s *spare) Call(ctx context.Context, method string, params, result any) error {
+	return s.conn.Call(ctx, method, params, result)
+}
+
+func (s *spare) Notify(ctx context.Context, method string, params any) error {
+	return s.conn.Notify(ctx, method, params)
+}
+
+func (s *spare) CloseStdin() error       { return s.stdin.Close() }
+func (s *spare) Exited() <-chan struct{} { return s.exited }
+
+// Kill ends the instance: its context ends and its streams close.
+func (s *spare) Kill() error {
+	s.cancel()
+	s.stdin.Close()
+	s.stdout.Close()
+	s.conn.Close()
+	select {
+	case <-s.exited:
+		return nil
+	case <-time.After(conformance.PackageExitBound):
+		return errors.New("the spare instance did not return after its context ended")
+	}
+}
+
+// ---- the recorded wire ----
+
+type recorder struct {
+	mu   sync.Mutex
+	all  []conformance.WireLine
+	next int64
+}
+
+func (r *recorder) add(fromExtension bool, line []byte) {
+	line = bytes.TrimRight(line, "\r\n")
+	if len(bytes.TrimSpace(line)) == 0 {
+		return
+	}
+	r.mu.Lock()
+	r.all = append(r.all, conformance.WireLine{Time: time.Now(), FromExtension: fromExtension, Line: bytes.Clone(line)})
+	r.mu.Unlock()
+}
+
+func (r *recorder) lines() []conformance.WireLine {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]conformance.WireLine(nil), r.all...)
+}
+
+// caller records each call c makes as the request and response lines it
+// would be on the wire; byExtension says which side makes the calls. A
+// call whose context ended records no response, as a cancelled request
+// may get none.
+func (r *recorder) caller(byExtension bool, c sdk.Caller) sdk.Caller {
+	return sdk.CallerFunc(func(ctx context.Context, method string, params, result any) error {
+		r.mu.Lock()
+		r.next++
+		id := r.next
+		r.mu.Unlock()
+		req, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+		r.add(byExtension, req)
+		err := c.Call(ctx, method, params, result)
+		if ctx.Err() != nil {
+			return err
+		}
+		resp := map[string]any{"jsonrpc": "2.0", "id": id}
+		var perr *protocol.Error
+		switch {
+		case err == nil && result == nil:
+			resp["result"] = nil
+		case err == nil:
+			resp["result"] = result
+		case errors.As(err, &perr):
+			msg, data := perr.WireData()
+			resp["error"] = map[string]any{"code": perr.WireNumber(), "message": msg, "data": data}
+		default:
+			resp["error"] = map[string]any{"code": jsonrpc.CodeInternal, "message": err.Error()}
+		}
+		line, _ := json.Marshal(resp)
+		r.add(!byExtension, line)
+		return err
+	})
+}
+
+// reader records each line an instance writes.
+func (r *recorder) reader(rc io.ReadCloser) io.ReadCloser {
+	pr, pw := io.Pipe()
+	go func() {
+		br := bufio.NewReaderSize(rc, 64<<10)
+		for {
+			line, err := br.ReadBytes('\n')
+			if len(line) > 0 {
+				r.add(true, line)
+				if _, werr := pw.Write(line); werr != nil {
+					rc.Close()
+					return
+				}
+			}
+			if err != nil {
+				pw.CloseWithError(err)
+				return
+			}
+		}
+	}()
+	return pr
+}
+
+// writer records each message the host writes (one per Write).
+func (r *recorder) writer(wc io.WriteCloser) io.WriteCloser { return &tapWriter{r: r, w: wc} }
+
+type tapWriter struct {
+	r *recorder
+	w io.WriteCloser
+}
+
+func (t *tapWriter) Write(p []byte) (int, error) {
+	t.r.add(false, p)
+	return t.w.Write(p)
+}
+
+func (t *tapWriter) Close() error { return t.w.Close() }
+
+// ---- running the checks ----
+
+// InProcessChecks are the package checks that observe something of an
+// instance in process: all but crash_restart (only a process crashes; in
+// process Kill merely replaces the instance) and stdout_hygiene (in
+// process nothing but the protocol reaches the recorded wire, so it
+// cannot fail). stdin_eof stays: a spare served by sdk.ServeConn must
+// return when its input ends.
+func InProcessChecks() []conformance.PackageCheck {
+	var out []conformance.PackageCheck
+	for _, c := range conformance.PackageChecks() {
+		switch c.Name {
+		case "crash_restart", "stdout_hygiene":
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// ProcessOnlyChecks are the package checks that only a process makes
+// meaningful: run them over the wire.
+func ProcessOnlyChecks() []conformance.PackageCheck {
+	var out []conformance.PackageCheck
+	for _, c := range conformance.PackageChecks() {
+		switch c.Name {
+		case "crash_restart", "stdin_eof", "stdout_hygiene":
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Run runs checks against d as named subtests, skipping a check with
+// nothing to check in what the package offers, as conformance.RunPackage
+// does.
+func Run(t *testing.T, d conformance.PackageDriver, checks []conformance.PackageCheck) {
+	t.Helper()
+	for _, c := range checks {
+		t.Run(c.Name, func(t *testing.T) {
+			err := c.Check(t.Context(), d)
+			switch {
+			case errors.Is(err, conformance.ErrNotApplicable):
+				t.Skip(err)
+			case err != nil:
+				t.Error(err)
+			}
+		})
+	}
+}
