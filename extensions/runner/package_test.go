@@ -2,8 +2,10 @@ package runner_test
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/open-conduit/open-conduit/certify"
@@ -11,6 +13,7 @@ import (
 	"github.com/open-conduit/open-conduit/extensions/runner"
 	"github.com/open-conduit/open-conduit/internal/packagetest"
 	"github.com/open-conduit/open-conduit/protocol"
+	"github.com/open-conduit/open-conduit/protocol/sdk"
 )
 
 // TestPackageChecksInProcess runs the conformance package checks that
@@ -38,4 +41,27 @@ func TestPackageChecksAsProcess(t *testing.T) {
 	d, ok := p.(conformance.PackageDriver)
 	require.True(t, ok, "certify's host-backed package is a package driver")
 	packagetest.Run(t, d, conformance.PackageChecks())
+}
+
+// TestInProcessPackageChecksCatchAnAmnesiacRunner: in process, the
+// executor lifecycle check fails a runner that refuses to adopt the runs
+// it started before its restart.
+func TestInProcessPackageChecksCatchAnAmnesiacRunner(t *testing.T) {
+	amnesiac := func() *sdk.Extension {
+		ext := runner.Extension()
+		e := ext.Executors[runner.Name]
+		e.Recover = func(context.Context, *sdk.Host, protocol.ExecutorRecoverParams) (protocol.ExecutorRecoverResult, error) {
+			return protocol.ExecutorRecoverResult{}, protocol.Errorf(protocol.CodeNotAdoptable, "remembers nothing")
+		}
+		ext.Executors[runner.Name] = e
+		return ext
+	}
+	state := t.TempDir()
+	t.Cleanup(func() { killAllJobs(filepath.Join(state, "executors", runner.Name)) })
+	d, err := packagetest.Start(testContext(t), packagetest.Config{Dir: ".", New: amnesiac, StateDir: state})
+	require.NoError(t, err)
+	t.Cleanup(func() { d.Close() })
+	err = conformance.CheckPackageExecutorLifecycle(testContext(t), d)
+	require.Error(t, err, "the check passed a runner that adopts nothing")
+	assert.Contains(t, err.Error(), "did not adopt its run")
 }

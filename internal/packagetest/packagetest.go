@@ -1,10 +1,3 @@
-// Package packagetest drives a Go extension package in process for the
-// conformance package checks: a conformance.PackageDriver whose supervised
-// instance is the extension attached to the real host service (sdk.Attach
-// and host.Attach, no JSON) on an SQLite store, and whose spare instances
-// are the extension served by sdk.ServeConn over in-memory pipes. It is
-// test support for extension packages; the process-backed driver is
-// certify's HostLaunch.
 package packagetest
 
 import (
@@ -373,19 +366,6 @@ func InProcessChecks() []conformance.PackageCheck {
 			continue
 		}
 		out = append(out, c)
-	}
-	return out
-}
-
-// ProcessOnlyChecks are the package checks that only a process makes
-// meaningful: run them over the wire.
-func ProcessOnlyChecks() []conformance.PackageCheck {
-	var out []conformance.PackageCheck
-	for _, c := range conformance.PackageChecks() {
-		switch c.Name {
-		case "crash_restart", "stdin_eof", "stdout_hygiene":
-			out = append(out, c)
-		}
 	}
 	return out
 }

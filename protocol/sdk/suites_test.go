@@ -21,7 +21,10 @@ import (
 // The extension suites (KV, emissions) run here with every call made by
 // the SDK's Host client, against the real host service on the SQLite
 // store: the client's typed helpers must carry each call, its result and
-// its refusal unchanged, in process and over a JSON-RPC connection.
+// its refusal unchanged, in process and over a JSON-RPC connection. An
+// emission at a schema the manifest cannot write is refused by the client
+// before it crosses (Host.Commit's early check), with the code the host
+// would answer; the host's own refusal is covered by the host's tests.
 
 // throughHost is the host as the suites reach it, every call made through
 // an sdk.Host: the methods the client has helpers for go through them,
@@ -129,10 +132,10 @@ func sdkHostDriver(t *testing.T, connect func(svc *host.Service) (sdk.Caller, fu
 }
 
 // inProcessSDK calls the service directly: no JSON.
-func inProcessSDK(t *testing.T) conformance.ExtensionHostDriver {
-	return sdkHostDriver(t, func(svc *host.Service) (sdk.Caller, func() error, error) {
-		return svc, func() error { return nil }, nil
-	})
+func inProcessSDK(t *testing.T) conformance.ExtensionHostDriver { return sdkHostDriver(t, directConn) }
+
+func directConn(svc *host.Service) (sdk.Caller, func() error, error) {
+	return svc, func() error { return nil }, nil
 }
 
 // wireSDK calls the service over a JSON-RPC connection on OS pipes, the
@@ -197,20 +200,18 @@ func TestSDKHostSuitesNegativeControl(t *testing.T) {
 // value, and the Event its Txn emits is accepted with the record naming
 // it, in one batch.
 func TestUpdateOnTheRealHost(t *testing.T) {
-	for name, connect := range map[string]func(svc *host.Service) (sdk.Caller, func() error, error){
-		"in_process": func(svc *host.Service) (sdk.Caller, func() error, error) {
-			return svc, func() error { return nil }, nil
-		},
-		"over_the_wire": pipeConn,
-	} {
-		t.Run(name, func(t *testing.T) {
+	for _, way := range []struct {
+		name    string
+		connect func(svc *host.Service) (sdk.Caller, func() error, error)
+	}{{"in_process", directConn}, {"over_the_wire", pipeConn}} {
+		t.Run(way.name, func(t *testing.T) {
 			ctx := testContext(t)
 			specs := conformance.SuiteSpecs()
 			st, svcs, err := suiteServices(ctx, t, specs)
 			require.NoError(t, err)
 			t.Cleanup(func() { st.Close() })
 			alpha := specs[0].Manifest
-			c, closeConn, err := connect(svcs[alpha.Name])
+			c, closeConn, err := way.connect(svcs[alpha.Name])
 			require.NoError(t, err)
 			t.Cleanup(func() { closeConn() })
 			h := sdk.NewHost(c, alpha)
