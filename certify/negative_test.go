@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/open-conduit/open-conduit/certify"
+	"github.com/open-conduit/open-conduit/internal/testbin"
 	"github.com/open-conduit/open-conduit/protocol"
 )
 
@@ -104,14 +104,9 @@ func TestNegativeControls(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and certifies every package")
 	}
-	statInputs(t, "..")
-	binDir := t.TempDir()
-	bin := filepath.Join(binDir, "open-conduit")
-	build := exec.Command("go", "build", "-o", bin, "../cmd/open-conduit")
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
+	testbin.StatInputs(t, "..")
+	bin := openConduit
 	_, pyErr := exec.LookPath("python3")
-	linkPython(binDir)
 	path := "PATH=" + binDir + string(os.PathListSeparator) + os.Getenv("PATH")
 
 	packages := map[string]string{
@@ -185,42 +180,4 @@ func certifyPackage(t *testing.T, bin, path, dir string) (certifyReport, int, st
 	var report certifyReport
 	require.NoError(t, json.Unmarshal(data, &report))
 	return report, code, stdout.String() + stderr.String()
-}
-
-// linkPython puts the interpreter python3 resolves to in dir, as python3.
-// Version-manager shims (pyenv) cost a few hundred milliseconds per start,
-// and certification starts a Python package many times; the link runs the
-// same interpreter without the shim.
-func linkPython(dir string) {
-	out, err := exec.Command("python3", "-c", "import sys; print(sys.executable)").Output()
-	if exe := strings.TrimSpace(string(out)); err == nil && exe != "" {
-		_ = os.Symlink(exe, filepath.Join(dir, "python3"))
-	}
-}
-
-// statInputs stats every source, manifest and script under root. The
-// binary is built and the packages are read by other processes, which go
-// test's result cache cannot see; a stat it can see makes a change to any
-// of them run the test again instead of reporting a stale pass.
-func statInputs(t *testing.T, root string) {
-	t.Helper()
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			return nil // removed while walking: nothing to track
-		case err != nil:
-			return err
-		case d.IsDir() && path != root && strings.HasPrefix(d.Name(), "."):
-			return filepath.SkipDir
-		case d.Type().IsRegular():
-			switch filepath.Ext(path) {
-			case ".go", ".py", ".json", ".txtar", ".mod", ".sum":
-				if _, err := os.Stat(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-					return err
-				}
-			}
-		}
-		return nil
-	})
-	require.NoError(t, err)
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/open-conduit/open-conduit/certify"
 	"github.com/open-conduit/open-conduit/conformance"
+	"github.com/open-conduit/open-conduit/internal/testbin"
 	"github.com/open-conduit/open-conduit/protocol"
 )
 
@@ -22,18 +23,23 @@ import (
 // tests: the host runs the bundled packages on it.
 var openConduit string
 
+// binDir holds openConduit and a python3 link (testbin.LinkPython).
+var binDir string
+
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "certify-test-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	openConduit = filepath.Join(dir, "open-conduit")
-	if out, err := exec.Command("go", "build", "-o", openConduit, "../cmd/open-conduit").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "go build ../cmd/open-conduit: %v\n%s", err, out)
+	binDir = dir
+	openConduit, err = testbin.Build(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
+	testbin.LinkPython(dir)
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
