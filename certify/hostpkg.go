@@ -114,18 +114,7 @@ func (h *hostPackage) ConfigureParams() protocol.ConfigureParams {
 }
 
 func (h *hostPackage) InitializeParams() protocol.InitializeParams {
-	p := protocol.InitializeParams{
-		ProtocolVersions: protocol.SupportedVersions(),
-		Host:             protocol.HostInfo{Name: host.HostName},
-		StateDir:         host.StateDir(h.root, h.manifest.Name),
-	}
-	for _, e := range h.manifest.Provides.Executors {
-		if p.ExecutorDirs == nil {
-			p.ExecutorDirs = map[string]string{}
-		}
-		p.ExecutorDirs[e.Name] = filepath.Join(h.root, "executors", e.Name)
-	}
-	return p
+	return host.InitializeParams(h.root, h.manifest)
 }
 
 // open makes the store and service on first use.

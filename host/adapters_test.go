@@ -25,7 +25,7 @@ func adapterConns(t *testing.T, f func(t *testing.T, conn host.Conn)) {
 		svc := host.NewService(host.ServiceConfig{Manifest: m, Store: fx.store})
 		ext, err := sdk.Attach(adaptExtension(raw), svc)
 		require.NoError(t, err)
-		att, err := host.Attach(ctxT(t), ext, svc, protocol.ConfigureParams{})
+		att, err := host.Attach(ctxT(t), ext, svc, t.TempDir(), protocol.ConfigureParams{})
 		require.NoError(t, err)
 		f(t, att)
 	})

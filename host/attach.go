@@ -36,14 +36,15 @@ type Attached struct {
 	deadline time.Duration
 }
 
-// Attach runs the handshake with an in-process extension: initialize (the
-// manifest it answers must mean the same as svc's) and configure with
-// params, whose registrations are checked as a process's are.
-func Attach(ctx context.Context, ext Caller, svc *Service, params protocol.ConfigureParams) (*Attached, error) {
+// Attach runs the handshake with an in-process extension: initialize
+// (naming the directories under stateRoot a process would get, none when
+// it is empty; the manifest it answers must mean the same as svc's) and
+// configure with params, whose registrations are checked as a process's
+// are.
+func Attach(ctx context.Context, ext Caller, svc *Service, stateRoot string, params protocol.ConfigureParams) (*Attached, error) {
 	m := svc.cfg.Manifest
 	var init protocol.InitializeResult
-	if err := ext.Call(ctx, "initialize", protocol.InitializeParams{ProtocolVersions: protocol.SupportedVersions(),
-		Host: protocol.HostInfo{Name: HostName}}, &init); err != nil {
+	if err := ext.Call(ctx, "initialize", InitializeParams(stateRoot, m), &init); err != nil {
 		return nil, fmt.Errorf("initialize: %w", err)
 	}
 	if !protocol.Supported(init.ProtocolVersion) {

@@ -478,19 +478,30 @@ func (p *Process) startOnce(ctx context.Context) (*instance, error) {
 	return inst, nil
 }
 
+// InitializeParams is what the host sends in initialize to the package m
+// under the state directory stateRoot: every version it speaks, the
+// package's private state directory, and the directory each of its
+// executors keeps its runs in. With stateRoot empty it names no
+// directories.
+func InitializeParams(stateRoot string, m *protocol.Manifest) protocol.InitializeParams {
+	p := protocol.InitializeParams{ProtocolVersions: protocol.SupportedVersions(), Host: protocol.HostInfo{Name: HostName}}
+	if stateRoot == "" {
+		return p
+	}
+	p.StateDir = StateDir(stateRoot, m.Name)
+	for _, e := range m.Provides.Executors {
+		if p.ExecutorDirs == nil {
+			p.ExecutorDirs = map[string]string{}
+		}
+		p.ExecutorDirs[e.Name] = filepath.Join(stateRoot, "executors", e.Name)
+	}
+	return p
+}
+
 func (p *Process) initialize(ctx context.Context, inst *instance) (protocol.Version, error) {
 	m := p.cfg.Package.Manifest
-	params := protocol.InitializeParams{
-		ProtocolVersions: protocol.SupportedVersions(),
-		Host:             protocol.HostInfo{Name: HostName, Version: p.cfg.HostVersion},
-		StateDir:         StateDir(p.cfg.StateRoot, p.name),
-	}
-	for _, e := range m.Provides.Executors {
-		if params.ExecutorDirs == nil {
-			params.ExecutorDirs = map[string]string{}
-		}
-		params.ExecutorDirs[e.Name] = filepath.Join(p.cfg.StateRoot, "executors", e.Name)
-	}
+	params := InitializeParams(p.cfg.StateRoot, m)
+	params.Host.Version = p.cfg.HostVersion
 	var res protocol.InitializeResult
 	if err := inst.conn.Call(ctx, "initialize", params, &res); err != nil {
 		if errors.Is(err, protocol.ErrUnsupportedProtocolVersion) {

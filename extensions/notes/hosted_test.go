@@ -122,7 +122,7 @@ func attachWeakened(t *testing.T, ctx context.Context, ext *sdk.Extension, param
 	svc := host.NewService(host.ServiceConfig{Manifest: manifestOf(t, ext.Manifest), Store: openStore(t)})
 	c, err := sdk.Attach(ext, svc)
 	require.NoError(t, err)
-	att, err := host.Attach(ctx, c, svc, params)
+	att, err := host.Attach(ctx, c, svc, t.TempDir(), params)
 	require.NoError(t, err)
 	return att
 }

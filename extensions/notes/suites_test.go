@@ -42,7 +42,7 @@ var hostings = []hosting{
 		svc := host.NewService(host.ServiceConfig{Manifest: manifestOf(t, notes.Extension().Manifest), Store: st})
 		ext, err := sdk.Attach(notes.Extension(), svc)
 		require.NoError(t, err)
-		att, err := host.Attach(ctx, ext, svc, params)
+		att, err := host.Attach(ctx, ext, svc, t.TempDir(), params)
 		require.NoError(t, err)
 		return att
 	}},

@@ -78,7 +78,9 @@ type crashable struct {
 	mk  func() *sdk.Extension
 	svc *host.Service
 	m   *protocol.Manifest
-	dir string
+	// root is the host's state directory: the runner keeps its runs under
+	// its executor directory there.
+	root string
 
 	mu      sync.Mutex
 	gen     uint64
@@ -87,8 +89,8 @@ type crashable struct {
 	crash   context.CancelFunc
 }
 
-func newCrashable(ctx context.Context, t *testing.T, mk func() *sdk.Extension, svc *host.Service, dir string) (*crashable, error) {
-	c := &crashable{mk: mk, svc: svc, m: manifest(t), dir: dir}
+func newCrashable(ctx context.Context, t *testing.T, mk func() *sdk.Extension, svc *host.Service, root string) (*crashable, error) {
+	c := &crashable{mk: mk, svc: svc, m: manifest(t), root: root}
 	return c, c.attach(ctx)
 }
 
@@ -98,15 +100,7 @@ func (c *crashable) attach(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// The host names the executor's directory in initialize.
-	withDirs := sdk.CallerFunc(func(ctx context.Context, method string, params, result any) error {
-		if p, ok := params.(protocol.InitializeParams); ok && method == "initialize" {
-			p.ExecutorDirs = map[string]string{runner.Name: c.dir}
-			params = p
-		}
-		return ext.Call(ctx, method, params, result)
-	})
-	if _, err := host.Attach(ctx, withDirs, c.svc, protocol.ConfigureParams{}); err != nil {
+	if _, err := host.Attach(ctx, ext, c.svc, c.root, protocol.ConfigureParams{}); err != nil {
 		return err
 	}
 	live, crash := context.WithCancel(context.Background())
@@ -160,13 +154,14 @@ type executorHosting struct {
 
 // inProcessTarget is the runner mk makes, attached in process.
 func inProcessTarget(t *testing.T, ctx context.Context, mk func() *sdk.Extension) (conformance.ExecutorTarget, error) {
-	dir := t.TempDir()
+	root := t.TempDir()
+	dir := host.InitializeParams(root, manifest(t)).ExecutorDirs[runner.Name]
 	st, err := sqlite.Open(t.TempDir())
 	if err != nil {
 		return conformance.ExecutorTarget{}, err
 	}
 	svc := host.NewService(host.ServiceConfig{Manifest: manifest(t), Store: st})
-	c, err := newCrashable(ctx, t, mk, svc, dir)
+	c, err := newCrashable(ctx, t, mk, svc, root)
 	if err != nil {
 		st.Close()
 		return conformance.ExecutorTarget{}, err

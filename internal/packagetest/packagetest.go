@@ -100,17 +100,7 @@ func (d *Driver) attach(ctx context.Context) error {
 		return err
 	}
 	recorded := d.wire.caller(false, ext)
-	// host.Attach names no directories in initialize; a process's host
-	// does, so the driver adds them.
-	init := d.InitializeParams()
-	withDirs := sdk.CallerFunc(func(ctx context.Context, method string, params, result any) error {
-		if p, ok := params.(protocol.InitializeParams); ok && method == "initialize" {
-			p.StateDir, p.ExecutorDirs = init.StateDir, init.ExecutorDirs
-			params = p
-		}
-		return recorded.Call(ctx, method, params, result)
-	})
-	att, err := host.Attach(ctx, withDirs, d.svc, d.ConfigureParams())
+	att, err := host.Attach(ctx, recorded, d.svc, d.cfg.StateDir, d.ConfigureParams())
 	if err != nil {
 		return err
 	}
@@ -131,15 +121,7 @@ func (d *Driver) Manifest() *protocol.Manifest { return d.manifest }
 // InitializeParams offers every version the host speaks, with the state
 // and executor directories under StateDir.
 func (d *Driver) InitializeParams() protocol.InitializeParams {
-	p := protocol.InitializeParams{ProtocolVersions: protocol.SupportedVersions(), Host: protocol.HostInfo{Name: host.HostName},
-		StateDir: host.StateDir(d.cfg.StateDir, d.manifest.Name)}
-	for _, e := range d.manifest.Provides.Executors {
-		if p.ExecutorDirs == nil {
-			p.ExecutorDirs = map[string]string{}
-		}
-		p.ExecutorDirs[e.Name] = filepath.Join(d.cfg.StateDir, "executors", e.Name)
-	}
-	return p
+	return host.InitializeParams(d.cfg.StateDir, d.manifest)
 }
 
 // ConfigureParams has one entry per declared extension type in Scope.
