@@ -122,19 +122,21 @@ type remoteRecurrence struct {
 	kind string
 }
 
-// Next asks the extension inside the fire transaction; an error aborts
-// the fire (retryable).
-func (rc remoteRecurrence) Next(after time.Time, spec string) (time.Time, error) {
+// Next asks the extension inside the fire transaction, with the timer as
+// the extension armed it; an error aborts the fire (retryable). The next
+// occurrence's payload must be at the current version of one of the
+// extension's schemas.
+func (rc remoteRecurrence) Next(fired runtime.Timer, now time.Time) (runtime.Occurrence, error) {
 	var res protocol.RecurrenceNextResult
 	err := rc.r.conn.CallInTx(context.Background(), "recurrence.next", protocol.RecurrenceNextParams{
-		Recurrence: rc.kind, Timer: protocol.Timer{Kind: rc.kind, Recurrence: spec, Due: after}, Now: after}, &res)
+		Recurrence: rc.kind, Timer: wireTimer(rc.r.conn.Service().timerPrefix(), fired), Now: now}, &res)
 	if err != nil {
-		return time.Time{}, protocolToRuntime(err)
+		return runtime.Occurrence{}, protocolToRuntime(err)
 	}
 	if err := rc.r.conn.Manifest().CheckWrite(res.Schema); err != nil {
-		return time.Time{}, fmt.Errorf("%w: recurrence.next: %w", runtime.ErrInvalid, err)
+		return runtime.Occurrence{}, fmt.Errorf("%w: recurrence.next: %w", runtime.ErrInvalid, err)
 	}
-	return res.Next, nil
+	return runtime.Occurrence{Due: res.Next, Payload: res.Payload}, nil
 }
 
 // DependencyFilter is the filter of the extension's wait operation.

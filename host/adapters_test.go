@@ -66,9 +66,9 @@ func TestAdapterInTransactionCallbacks(t *testing.T) {
 	adapterConns(t, func(t *testing.T, conn host.Conn) {
 		r := host.NewRemote(conn)
 		due := time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
-		next, err := r.Recurrence("adapt-tick").Next(due, "hourly")
+		next, err := r.Recurrence("adapt-tick").Next(runtime.Timer{Kind: "adapt-tick", Due: due, Recurrence: "hourly"}, due)
 		require.NoError(t, err)
-		assert.Equal(t, due.Add(time.Hour), next)
+		assert.Equal(t, due.Add(time.Hour), next.Due)
 
 		wk := r.WorkKind("adapt")
 		assert.False(t, wk.Standing())

@@ -164,10 +164,18 @@ type WorkKindPolicy interface {
 }
 
 // Recurrence computes a recurring timer's next occurrence inside the fire
-// transaction. A zero time ends the recurrence; an error aborts the fire,
-// which is retried.
+// transaction, from the timer that fired and the engine's clock. An error
+// aborts the fire, which is retried.
 type Recurrence interface {
-	Next(after time.Time, spec string) (time.Time, error)
+	Next(fired Timer, now time.Time) (Occurrence, error)
+}
+
+// Occurrence is a recurrence's answer: when the timer fires next (zero
+// ends the recurrence) and the payload that firing carries (nil keeps the
+// timer's own).
+type Occurrence struct {
+	Due     time.Time
+	Payload json.RawMessage
 }
 
 // DependencyFilter decides, inside the wake transaction, whether an Event

@@ -118,10 +118,11 @@ func (e *Engine) fire(tx Tx, t Timer, now time.Time) error {
 		_, err := tx.CancelTimer(cur.Key)
 		return err
 	}
-	next, err := rec.Next(cur.Due, cur.Recurrence)
+	occ, err := rec.Next(cur, e.cfg.Clock.Now())
 	if err != nil {
 		return fmt.Errorf("recurrence %q: %w", cur.Kind, err)
 	}
+	next := occ.Due
 	if next.IsZero() {
 		_, err := tx.CancelTimer(cur.Key)
 		return err
@@ -130,6 +131,9 @@ func (e *Engine) fire(tx Tx, t Timer, now time.Time) error {
 		return fmt.Errorf("%w: recurrence %q gave %s, not after %s", ErrInvalid, cur.Kind, next, cur.Due)
 	}
 	cur.Due = next
+	if occ.Payload != nil {
+		cur.Payload = occ.Payload
+	}
 	_, err = tx.ArmTimer(cur)
 	return err
 }

@@ -123,17 +123,21 @@ func TestWaitTimeoutExpires(t *testing.T) {
 	assert.Equal(t, runtime.WorkPending, h.work(t, w.ID).State)
 }
 
-// hourly recurs every hour; fail makes Next fail.
-type hourly struct{ fail bool }
+// hourly recurs every hour; fail makes Next fail, and payload, when set,
+// is the next occurrence's payload.
+type hourly struct {
+	fail    bool
+	payload json.RawMessage
+}
 
-func (r *hourly) Next(after time.Time, spec string) (time.Time, error) {
+func (r *hourly) Next(fired runtime.Timer, _ time.Time) (runtime.Occurrence, error) {
 	if r.fail {
-		return time.Time{}, errors.New("bad spec " + spec)
+		return runtime.Occurrence{}, errors.New("bad spec " + fired.Recurrence)
 	}
-	if spec == "once" {
-		return time.Time{}, nil
+	if fired.Recurrence == "once" {
+		return runtime.Occurrence{}, nil
 	}
-	return after.Add(time.Hour), nil
+	return runtime.Occurrence{Due: fired.Due.Add(time.Hour), Payload: r.payload}, nil
 }
 
 func TestTimerFiresAndRearmsAtomically(t *testing.T) {
@@ -176,13 +180,24 @@ func TestTimerFiresAndRearmsAtomically(t *testing.T) {
 	assert.Equal(t, "ext.hourly", ev.Family)
 	assert.JSONEq(t, `{"job":"j"}`, string(ev.Payload))
 
+	assert.JSONEq(t, `{"job":"j"}`, string(timer().Payload), "no payload from the recurrence keeps the timer's")
+
 	// Nothing more is due until the next hour.
 	n, err = h.engine.FireDue(ctx)
 	require.NoError(t, err)
 	assert.Zero(t, n)
 
+	// A recurrence's payload is the next occurrence's.
+	rec.payload = json.RawMessage(`{"job":"j","run":2}`)
+	h.clock.Advance(time.Hour)
+	n, err = h.engine.FireDue(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+	assert.Equal(t, t0.Add(3*time.Hour), timer().Due)
+	assert.JSONEq(t, `{"job":"j","run":2}`, string(timer().Payload))
+
 	// A recurrence that ends removes the timer after its last fire.
-	_, err = h.engine.ArmTimer(ctx, runtime.Timer{Key: "ext/job", ScopeID: "s1", Kind: "ext.hourly", Due: t0.Add(2 * time.Hour), Recurrence: "once"})
+	_, err = h.engine.ArmTimer(ctx, runtime.Timer{Key: "ext/job", ScopeID: "s1", Kind: "ext.hourly", Due: t0.Add(3 * time.Hour), Recurrence: "once"})
 	require.NoError(t, err)
 	h.clock.Advance(time.Hour)
 	n, err = h.engine.FireDue(ctx)

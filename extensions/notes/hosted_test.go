@@ -265,9 +265,9 @@ func TestHostedDigest(t *testing.T) {
 			assert.Equal(t, notes.Recurrence, timers[0].Kind)
 			assert.Equal(t, [2]int{7, 15}, [2]int{due.Hour(), due.Minute()})
 
-			next, err := remote.Recurrence(notes.Recurrence).Next(due, timers[0].Recurrence)
+			next, err := remote.Recurrence(notes.Recurrence).Next(timers[0], due)
 			require.NoError(t, err)
-			assert.Equal(t, due.AddDate(0, 0, 1), next.UTC(), "daily")
+			assert.Equal(t, due.AddDate(0, 0, 1), next.Due.UTC(), "daily, at the time the digest's payload names")
 		})
 	}
 }
