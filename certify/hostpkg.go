@@ -71,7 +71,7 @@ func HostLaunch(executable string) LaunchFunc {
 			}
 		}
 		return &hostPackage{dir: dir, manifest: spec.Manifest, root: spec.StateDir, exe: exe,
-			wire: &wireRecorder{}, recoveries: map[string]json.RawMessage{}}, nil
+			wire: &wireRecorder{}}, nil
 	}
 }
 
@@ -85,14 +85,13 @@ type hostPackage struct {
 	wire     *wireRecorder
 	spare    tailBuffer // stderr of spare processes
 
-	mu         sync.Mutex
-	store      *sqlite.Store
-	svc        *host.Service
-	proc       *host.Process
-	base       int // restarts the host had made when proc last started
-	kills      int // of them, kills the suites made on purpose
-	stopped    bool
-	recoveries map[string]json.RawMessage
+	mu      sync.Mutex
+	store   *sqlite.Store
+	svc     *host.Service
+	proc    *host.Process
+	base    int // restarts the host had made when proc last started
+	kills   int // of them, kills the suites made on purpose
+	stopped bool
 }
 
 var (
@@ -310,19 +309,7 @@ func (h *hostPackage) OpenRun(workID, executionID string) (string, func() json.R
 	h.mu.Lock()
 	svc := h.svc
 	h.mu.Unlock()
-	var id string
-	r := svc.OpenRun(workID, executionID, func(_ context.Context, metadata json.RawMessage) error {
-		h.mu.Lock()
-		h.recoveries[id] = append(json.RawMessage(nil), metadata...)
-		h.mu.Unlock()
-		return nil
-	})
-	id = r.ID
-	return id, func() json.RawMessage {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		return h.recoveries[id]
-	}
+	return svc.OpenRecordingRun(workID, executionID)
 }
 
 // Spawn starts a spare process of the package, as the host would start

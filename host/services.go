@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -288,6 +289,27 @@ func (s *Service) OpenRun(workID, executionID string, persist runtime.RecoveryPe
 	s.artifacts.runs[r.ID] = r
 	s.artifacts.mu.Unlock()
 	return r
+}
+
+// OpenRecordingRun opens a run whose persisted recovery metadata the host
+// keeps in memory, for a driver that hands it back to executor.recover
+// itself (conformance and certification drive executors without the
+// scheduler). last reads the metadata persisted most recently, nil before
+// any.
+func (s *Service) OpenRecordingRun(workID, executionID string) (id string, last func() json.RawMessage) {
+	var mu sync.Mutex
+	var kept json.RawMessage
+	r := s.OpenRun(workID, executionID, func(_ context.Context, metadata json.RawMessage) error {
+		mu.Lock()
+		defer mu.Unlock()
+		kept = append(json.RawMessage(nil), metadata...)
+		return nil
+	})
+	return r.ID, func() json.RawMessage {
+		mu.Lock()
+		defer mu.Unlock()
+		return kept
+	}
 }
 
 // CloseRun closes a run: later persistence and artifacts for it are

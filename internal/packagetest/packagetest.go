@@ -47,12 +47,11 @@ type Driver struct {
 	svc      *host.Service
 	wire     recorder
 
-	mu         sync.Mutex
-	att        *host.Attached
-	live       context.Context // ends when the instance is replaced
-	replace    context.CancelFunc
-	gen        uint64
-	recoveries map[string]json.RawMessage
+	mu      sync.Mutex
+	att     *host.Attached
+	live    context.Context // ends when the instance is replaced
+	replace context.CancelFunc
+	gen     uint64
 }
 
 var (
@@ -67,7 +66,7 @@ func Start(ctx context.Context, cfg Config) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Driver{cfg: cfg, manifest: m, recoveries: map[string]json.RawMessage{}}
+	d := &Driver{cfg: cfg, manifest: m}
 	if err := os.MkdirAll(host.StateDir(cfg.StateDir, m.Name), 0o700); err != nil {
 		return nil, err
 	}
@@ -170,19 +169,7 @@ func (d *Driver) Restart(ctx context.Context) error { return d.attach(ctx) }
 
 // OpenRun opens an executor run with the host's service.
 func (d *Driver) OpenRun(workID, executionID string) (string, func() json.RawMessage) {
-	var id string
-	r := d.svc.OpenRun(workID, executionID, func(_ context.Context, metadata json.RawMessage) error {
-		d.mu.Lock()
-		d.recoveries[id] = append(json.RawMessage(nil), metadata...)
-		d.mu.Unlock()
-		return nil
-	})
-	id = r.ID
-	return id, func() json.RawMessage {
-		d.mu.Lock()
-		defer d.mu.Unlock()
-		return d.recoveries[id]
-	}
+	return d.svc.OpenRecordingRun(workID, executionID)
 }
 
 // Spawn serves a fresh instance with sdk.ServeConn over in-memory pipes,
