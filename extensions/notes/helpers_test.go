@@ -1,7 +1,6 @@
 package notes_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -17,7 +16,6 @@ import (
 
 	"github.com/open-conduit/open-conduit/extensions/notes"
 	"github.com/open-conduit/open-conduit/protocol"
-	"github.com/open-conduit/open-conduit/protocol/jsonrpc"
 	"github.com/open-conduit/open-conduit/protocol/sdk"
 	"github.com/open-conduit/open-conduit/protocol/sdk/sdktest"
 )
@@ -112,58 +110,20 @@ func notesBinary(t *testing.T) string {
 	return binPath
 }
 
-// lockedBuffer collects a child's stderr.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// process is an extension running as a child process, reached over its
-// stdin and stdout as the host reaches it.
-type process struct {
-	conn   *jsonrpc.Conn
-	stderr *lockedBuffer
-	exited chan error    // receives how the process ended
-	done   chan struct{} // closed once it ended
-}
-
 // startProcess starts cmd with the protocol on its stdio, served on this
-// side by host.
-func startProcess(t *testing.T, cmd *exec.Cmd, host *sdktest.Host) *process {
+// side by host; at the end of the test it closes the connection (end of
+// input) and requires the extension to exit.
+func startProcess(t *testing.T, cmd *exec.Cmd, host *sdktest.Host) *sdktest.Process {
 	t.Helper()
-	toChildR, toChildW, err := os.Pipe()
+	p, err := sdktest.Start(cmd, host)
 	require.NoError(t, err)
-	fromChildR, fromChildW, err := os.Pipe()
-	require.NoError(t, err)
-	p := &process{stderr: &lockedBuffer{}, exited: make(chan error, 1), done: make(chan struct{})}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = toChildR, fromChildW, p.stderr
-	require.NoError(t, cmd.Start())
-	toChildR.Close()
-	fromChildW.Close()
-	go func() {
-		p.exited <- cmd.Wait()
-		close(p.done)
-	}()
-	p.conn = jsonrpc.NewConn(fromChildR, toChildW, host.Handler(), &jsonrpc.Options{DecodeError: sdk.DecodeError})
 	t.Cleanup(func() {
-		p.conn.Close() // end of input: the extension exits
+		p.Conn.Close() // end of input: the extension exits
 		select {
-		case <-p.done:
+		case <-p.Done:
 		case <-time.After(30 * time.Second):
 			cmd.Process.Kill()
-			<-p.done
+			<-p.Done
 			t.Errorf("the extension did not exit at end of input")
 		}
 	})
@@ -207,7 +167,7 @@ var modes = []mode{
 		if release == 3 {
 			cmd = exec.Command(notesBinary(t))
 		}
-		return startProcess(t, cmd, host).conn
+		return startProcess(t, cmd, host).Conn
 	}},
 }
 

@@ -18,7 +18,6 @@ import (
 
 	"github.com/open-conduit/open-conduit/extensions/runner"
 	"github.com/open-conduit/open-conduit/protocol"
-	"github.com/open-conduit/open-conduit/protocol/jsonrpc"
 	"github.com/open-conduit/open-conduit/protocol/sdk"
 	"github.com/open-conduit/open-conduit/protocol/sdk/sdktest"
 )
@@ -62,31 +61,10 @@ func testContext(t *testing.T) context.Context {
 	return ctx
 }
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // process is the runner as a child process: the test binary re-executed
-// to serve runner.Extension on its stdio.
-type process struct {
-	cmd    *exec.Cmd
-	conn   *jsonrpc.Conn
-	stderr *lockedBuffer
-	exited chan error
-}
+// to serve runner.Extension on its stdio, in a process group of its own as
+// the host starts an extension.
+type process struct{ *sdktest.Process }
 
 func startProcess(t *testing.T, host *sdktest.Host) *process {
 	t.Helper()
@@ -94,31 +72,21 @@ func startProcess(t *testing.T, host *sdktest.Host) *process {
 	require.NoError(t, err)
 	cmd := exec.Command(exe, "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"=serve")
-	// Like the host, start the extension in a process group of its own.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	toChildR, toChildW, err := os.Pipe()
+	sp, err := sdktest.Start(cmd, host)
 	require.NoError(t, err)
-	fromChildR, fromChildW, err := os.Pipe()
-	require.NoError(t, err)
-	p := &process{cmd: cmd, stderr: &lockedBuffer{}, exited: make(chan error, 1)}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = toChildR, fromChildW, p.stderr
-	require.NoError(t, cmd.Start())
-	toChildR.Close()
-	fromChildW.Close()
-	go func() { p.exited <- cmd.Wait() }()
-	p.conn = jsonrpc.NewConn(fromChildR, toChildW, host.Handler(), &jsonrpc.Options{DecodeError: sdk.DecodeError})
-	t.Cleanup(func() { p.kill() })
+	p := &process{sp}
+	t.Cleanup(p.kill)
 	return p
 }
 
 // kill ends the runner process abruptly (SIGKILL to its group, as a crash
-// or the host's last resort would) and waits for it.
+// or the host's last resort would) and waits for it. Killing it twice is
+// harmless.
 func (p *process) kill() {
-	p.conn.Close()
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-	if _, ok := <-p.exited; ok {
-		close(p.exited) // a second kill finds it closed
-	}
+	p.Conn.Close()
+	_ = syscall.Kill(-p.Cmd.Process.Pid, syscall.SIGKILL)
+	<-p.Done
 }
 
 // fixture is a runner reached one way, with a fake host that keeps the
@@ -179,7 +147,7 @@ var modes = []mode{
 	}},
 	{"process", func(t *testing.T, f *fixture) {
 		f.proc = startProcess(t, f.host)
-		f.c = f.proc.conn
+		f.c = f.proc.Conn
 	}},
 }
 

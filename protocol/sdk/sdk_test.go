@@ -685,15 +685,9 @@ func TestStrayStdout(t *testing.T) {
 	ctx := testContext(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), sdkChildEnv+"=demo")
-	var stderr lockedBuffer
-	cmd.Stderr = &stderr
-	stdin, err := cmd.StdinPipe()
+	p, err := sdktest.Start(cmd, sdktest.New())
 	require.NoError(t, err)
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	fake := sdktest.New()
-	conn := jsonrpc.NewConn(stdout, stdin, fake.Handler(), &jsonrpc.Options{DecodeError: sdk.DecodeError})
+	conn := p.Conn
 
 	require.NoError(t, conn.Call(ctx, "initialize", initParams, nil))
 	require.NoError(t, conn.Call(ctx, "configure", protocol.ConfigureParams{KV: protocol.KVLayout{Stored: 2, Declared: 2}}, nil))
@@ -704,25 +698,7 @@ func TestStrayStdout(t *testing.T) {
 			RequestID: fmt.Sprint("req-", i), Input: json.RawMessage(input)}, &r), "call %d", i)
 		assert.JSONEq(t, fmt.Sprintf(`{"note":"req-%d"}`, i), string(r.Output))
 	}
-	stdin.Close() // end of input: the extension exits
-	require.NoError(t, cmd.Wait())
-	<-conn.Done()
-	assert.Equal(t, 2, strings.Count(stderr.String(), "stray output from a handler\n"), "stderr:\n%s", stderr.String())
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	conn.Close() // end of input: the extension exits
+	require.NoError(t, p.Err())
+	assert.Equal(t, 2, strings.Count(p.Stderr(), "stray output from a handler\n"), "stderr:\n%s", p.Stderr())
 }

@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"slices"
 	"sort"
 	"strings"
@@ -422,4 +423,82 @@ func Pipe(ctx context.Context, ext *sdk.Extension, h *Host) (conn *jsonrpc.Conn,
 	}
 	conn = jsonrpc.NewConn(fromExtR, toExtW, handler, &jsonrpc.Options{DecodeError: sdk.DecodeError})
 	return conn, ch, nil
+}
+
+// Process is an extension started by Start: a child process reached over
+// its stdin and stdout, as the host reaches one.
+type Process struct {
+	// Conn speaks the protocol with the child; closing it is end of input.
+	Conn *jsonrpc.Conn
+	// Cmd is the started command.
+	Cmd *exec.Cmd
+	// Done is closed once the child has exited; Err then says how.
+	Done <-chan struct{}
+
+	stderr lockedBuffer
+	err    error
+}
+
+// Start starts cmd (prepared by the caller: path, args, environment,
+// process attributes) with the protocol on its stdin and stdout, served on
+// this side by h (nil answers method_not_found), and its stderr collected.
+func Start(cmd *exec.Cmd, h *Host) (*Process, error) {
+	toChildR, toChildW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	fromChildR, fromChildW, err := os.Pipe()
+	if err != nil {
+		toChildR.Close()
+		toChildW.Close()
+		return nil, err
+	}
+	done := make(chan struct{})
+	p := &Process{Cmd: cmd, Done: done}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = toChildR, fromChildW, &p.stderr
+	if err := cmd.Start(); err != nil {
+		for _, f := range []*os.File{toChildR, toChildW, fromChildR, fromChildW} {
+			f.Close()
+		}
+		return nil, err
+	}
+	toChildR.Close()
+	fromChildW.Close()
+	go func() {
+		p.err = cmd.Wait()
+		close(done)
+	}()
+	var handler jsonrpc.Handler
+	if h != nil {
+		handler = h.Handler()
+	}
+	p.Conn = jsonrpc.NewConn(fromChildR, toChildW, handler, &jsonrpc.Options{DecodeError: sdk.DecodeError})
+	return p, nil
+}
+
+// Err is how the child exited; it is valid once Done is closed.
+func (p *Process) Err() error {
+	<-p.Done
+	return p.err
+}
+
+// Stderr is what the child has written to its stderr so far.
+func (p *Process) Stderr() string { return p.stderr.String() }
+
+// lockedBuffer collects a child's stderr while tests read it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
