@@ -253,7 +253,7 @@ func (h *hostPackage) ProtocolVersion() protocol.Version {
 }
 
 func (h *hostPackage) Trace() []WireMessage {
-	lines := h.wire.lines()
+	lines := h.wire.Lines()
 	out := make([]WireMessage, len(lines))
 	for i, l := range lines {
 		m := WireMessage{Time: l.Time, Direction: DirectionToExtension}
@@ -279,7 +279,7 @@ func (h *hostPackage) StderrTail() string {
 	return tailBytes(out, EvidenceStderrBytes)
 }
 
-func (h *hostPackage) Wire() []conformance.WireLine { return h.wire.lines() }
+func (h *hostPackage) Wire() []conformance.WireLine { return h.wire.Lines() }
 
 func (h *hostPackage) Generation() uint64 {
 	proc, err := h.current()
@@ -396,26 +396,7 @@ func (s *spareProcess) Kill() error {
 // ---- the wire tap ----
 
 // wireRecorder records every line of every process of a run.
-type wireRecorder struct {
-	mu  sync.Mutex
-	all []conformance.WireLine
-}
-
-func (w *wireRecorder) add(fromExtension bool, line []byte) {
-	line = bytes.TrimRight(line, "\r\n")
-	if len(bytes.TrimSpace(line)) == 0 {
-		return
-	}
-	w.mu.Lock()
-	w.all = append(w.all, conformance.WireLine{Time: time.Now(), FromExtension: fromExtension, Line: bytes.Clone(line)})
-	w.mu.Unlock()
-}
-
-func (w *wireRecorder) lines() []conformance.WireLine {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return append([]conformance.WireLine(nil), w.all...)
-}
+type wireRecorder struct{ conformance.WireLog }
 
 // tap wraps a process's streams (host.Config.Wire).
 func (w *wireRecorder) tap(stdout io.ReadCloser, stdin io.WriteCloser) (io.ReadCloser, io.WriteCloser) {
@@ -446,7 +427,7 @@ func (t *tapReader) Read(p []byte) (int, error) {
 		line, err := t.br.ReadBytes('\n')
 		t.err = err
 		if len(line) > 0 {
-			t.rec.add(true, line)
+			t.rec.Add(true, line)
 			if jsonObject(line) {
 				t.pending = line
 			}
@@ -466,7 +447,7 @@ type tapWriter struct {
 }
 
 func (t *tapWriter) Write(p []byte) (int, error) {
-	t.rec.add(false, p)
+	t.rec.Add(false, p)
 	return t.w.Write(p)
 }
 

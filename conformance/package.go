@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/open-conduit/open-conduit/protocol"
@@ -37,6 +38,31 @@ type WireLine struct {
 	FromExtension bool
 	// Line is the line without its newline.
 	Line []byte
+}
+
+// WireLog collects the wire lines of every instance of a package, for a
+// driver's Wire. It is safe for concurrent use; the zero value is ready.
+type WireLog struct {
+	mu  sync.Mutex
+	all []WireLine
+}
+
+// Add records one line (its newline trimmed; a blank line is dropped).
+func (l *WireLog) Add(fromExtension bool, line []byte) {
+	line = bytes.TrimRight(line, "\r\n")
+	if len(bytes.TrimSpace(line)) == 0 {
+		return
+	}
+	l.mu.Lock()
+	l.all = append(l.all, WireLine{Time: time.Now(), FromExtension: fromExtension, Line: bytes.Clone(line)})
+	l.mu.Unlock()
+}
+
+// Lines returns a copy of the lines recorded so far, in order.
+func (l *WireLog) Lines() []WireLine {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]WireLine(nil), l.all...)
 }
 
 // PackageDriver presents one extension package under test. Its process is

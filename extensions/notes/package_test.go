@@ -7,7 +7,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/open-conduit/open-conduit/certify"
 	"github.com/open-conduit/open-conduit/conformance"
 	"github.com/open-conduit/open-conduit/extensions/notes"
 	"github.com/open-conduit/open-conduit/internal/packagetest"
@@ -20,25 +19,14 @@ import (
 // handshake, version refusal, manifest, shutdown, cancellation, stdin
 // EOF of a spare, and the surfaces' checks.
 func TestPackageChecksInProcess(t *testing.T) {
-	d, err := packagetest.Start(testContext(t), packagetest.Config{Dir: ".", New: notes.Extension, StateDir: t.TempDir()})
-	require.NoError(t, err)
-	t.Cleanup(func() { d.Close() })
-	packagetest.Run(t, d, packagetest.InProcessChecks())
+	packagetest.RunInProcess(t, ".", notes.Extension)
 }
 
 // TestPackageChecksAsProcess runs every package check against notes as a
 // subprocess under the real host (certify's host-backed driver), this
 // test binary serving it as open-conduit extension-run notes would.
 func TestPackageChecksAsProcess(t *testing.T) {
-	m, err := protocol.LoadManifest(".")
-	require.NoError(t, err)
-	p, err := certify.HostLaunch("")(testContext(t), certify.LaunchSpec{Dir: ".", Manifest: m, StateDir: t.TempDir()})
-	require.NoError(t, err)
-	require.NoError(t, p.Start(testContext(t)))
-	t.Cleanup(func() { p.Stop(context.Background()) })
-	d, ok := p.(conformance.PackageDriver)
-	require.True(t, ok, "certify's host-backed package is a package driver")
-	packagetest.Run(t, d, conformance.PackageChecks())
+	packagetest.RunAsProcess(t, ".", "")
 }
 
 // TestInProcessPackageChecksCatchWeakenedNotes: the in-process driver

@@ -2,7 +2,6 @@ package packagetest
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/open-conduit/open-conduit/certify"
 	"github.com/open-conduit/open-conduit/conformance"
 	"github.com/open-conduit/open-conduit/host"
 	"github.com/open-conduit/open-conduit/protocol"
@@ -150,7 +150,7 @@ func (d *Driver) Call(ctx context.Context, method string, params, result any) er
 // Wire is every message recorded so far: the attached instance's calls
 // both ways, encoded as the lines they would be, and the spares' real
 // lines.
-func (d *Driver) Wire() []conformance.WireLine { return d.wire.lines() }
+func (d *Driver) Wire() []conformance.WireLine { return d.wire.Lines() }
 
 // Generation counts the attached instances' handshakes.
 func (d *Driver) Generation() uint64 {
@@ -225,25 +225,9 @@ func (s *spare) Kill() error {
 // ---- the recorded wire ----
 
 type recorder struct {
+	conformance.WireLog
 	mu   sync.Mutex
-	all  []conformance.WireLine
 	next int64
-}
-
-func (r *recorder) add(fromExtension bool, line []byte) {
-	line = bytes.TrimRight(line, "\r\n")
-	if len(bytes.TrimSpace(line)) == 0 {
-		return
-	}
-	r.mu.Lock()
-	r.all = append(r.all, conformance.WireLine{Time: time.Now(), FromExtension: fromExtension, Line: bytes.Clone(line)})
-	r.mu.Unlock()
-}
-
-func (r *recorder) lines() []conformance.WireLine {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]conformance.WireLine(nil), r.all...)
 }
 
 // caller records each call c makes as the request and response lines it
@@ -257,7 +241,7 @@ func (r *recorder) caller(byExtension bool, c sdk.Caller) sdk.Caller {
 		id := r.next
 		r.mu.Unlock()
 		req, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-		r.add(byExtension, req)
+		r.Add(byExtension, req)
 		err := c.Call(ctx, method, params, result)
 		if ctx.Err() != nil {
 			return err
@@ -276,7 +260,7 @@ func (r *recorder) caller(byExtension bool, c sdk.Caller) sdk.Caller {
 			resp["error"] = map[string]any{"code": jsonrpc.CodeInternal, "message": err.Error()}
 		}
 		line, _ := json.Marshal(resp)
-		r.add(!byExtension, line)
+		r.Add(!byExtension, line)
 		return err
 	})
 }
@@ -289,7 +273,7 @@ func (r *recorder) reader(rc io.ReadCloser) io.ReadCloser {
 		for {
 			line, err := br.ReadBytes('\n')
 			if len(line) > 0 {
-				r.add(true, line)
+				r.Add(true, line)
 				if _, werr := pw.Write(line); werr != nil {
 					rc.Close()
 					return
@@ -313,7 +297,7 @@ type tapWriter struct {
 }
 
 func (t *tapWriter) Write(p []byte) (int, error) {
-	t.r.add(false, p)
+	t.r.Add(false, p)
 	return t.w.Write(p)
 }
 
@@ -355,4 +339,42 @@ func Run(t *testing.T, d conformance.PackageDriver, checks []conformance.Package
 			}
 		})
 	}
+}
+
+// RunInProcess runs InProcessChecks against the package in dir, each of
+// its instances made by newExt and attached to the real host in process.
+func RunInProcess(t *testing.T, dir string, newExt func() *sdk.Extension) {
+	t.Helper()
+	d, err := Start(t.Context(), Config{Dir: dir, New: newExt, StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	Run(t, d, InProcessChecks())
+}
+
+// RunAsProcess runs every package check against the package in dir,
+// started by the real host as a subprocess of executable, as
+// certification starts it. An empty executable is the running test
+// binary, whose TestMain must then serve `extension-run NAME` for a
+// package whose command is protocol.HostRunCommand.
+func RunAsProcess(t *testing.T, dir, executable string) {
+	t.Helper()
+	m, err := protocol.LoadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := certify.HostLaunch(executable)(t.Context(), certify.LaunchSpec{Dir: dir, Manifest: m, StateDir: t.TempDir()})
+	if err == nil {
+		err = p.Start(t.Context())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Stop(context.Background()) })
+	d, ok := p.(conformance.PackageDriver)
+	if !ok {
+		t.Fatal("certify's host-backed package is not a conformance.PackageDriver")
+	}
+	Run(t, d, conformance.PackageChecks())
 }
