@@ -19,14 +19,14 @@ import (
 // applies, while an emission over its chain's causal bound is refused
 // alone and the rest commits.
 func CheckExtensionEmissions(ctx context.Context, d ExtensionHostDriver) error {
-	return runExtChecks(ctx, d, emissionChecks)
+	return checkAll(ctx, extSuite(d, emissionChecks))
 }
 
 // RunExtensionEmissions runs CheckExtensionEmissions's checks as named
 // subtests.
 func RunExtensionEmissions(t *testing.T, d ExtensionHostDriver) {
 	t.Helper()
-	runExtSubtests(t, d, emissionChecks)
+	runAll(t, extSuite(d, emissionChecks))
 }
 
 var emissionChecks = []extCheck{

@@ -58,25 +58,21 @@ var executorChecks = []executorCheck{
 
 // CheckExecutor runs every executor check and returns the failures joined.
 func CheckExecutor(ctx context.Context, d ExecutorDriver) error {
-	var errs []error
-	for _, c := range executorChecks {
-		if err := runExecutorCheck(ctx, d, c); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", c.name, err))
-		}
-	}
-	return errors.Join(errs...)
+	return checkAll(ctx, executorSuite(d))
 }
 
 // RunExecutor runs every executor check as a named subtest.
 func RunExecutor(t *testing.T, d ExecutorDriver) {
 	t.Helper()
+	runAll(t, executorSuite(d))
+}
+
+func executorSuite(d ExecutorDriver) []namedCheck {
+	var out []namedCheck
 	for _, c := range executorChecks {
-		t.Run(c.name, func(t *testing.T) {
-			if err := runExecutorCheck(t.Context(), d, c); err != nil {
-				t.Error(err)
-			}
-		})
+		out = append(out, namedCheck{name: c.name, run: func(ctx context.Context) error { return runExecutorCheck(ctx, d, c) }})
 	}
+	return out
 }
 
 func runExecutorCheck(ctx context.Context, d ExecutorDriver, c executorCheck) (err error) {

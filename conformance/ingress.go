@@ -61,35 +61,31 @@ var ingressChecks = []ingressCheck{
 // CheckIngress runs every ingress check and returns the failures joined,
 // each prefixed with its check's name.
 func CheckIngress(ctx context.Context, d IngressDriver) error {
-	var errs []error
-	for _, c := range ingressChecks {
-		if c.scan && d.PushOnly {
-			continue
-		}
-		cctx, cancel := context.WithTimeout(ctx, IngressCheckTimeout)
-		if err := c.run(cctx, d); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", c.name, err))
-		}
-		cancel()
-	}
-	return errors.Join(errs...)
+	return checkAll(ctx, ingressSuite(d))
 }
 
 // RunIngress runs every ingress check as a named subtest.
 func RunIngress(t *testing.T, d IngressDriver) {
 	t.Helper()
+	runAll(t, ingressSuite(d))
+}
+
+// ingressSuite binds the checks to d, each under IngressCheckTimeout; a
+// push-only source skips the checks that need reconcile.
+func ingressSuite(d IngressDriver) []namedCheck {
+	var out []namedCheck
 	for _, c := range ingressChecks {
-		t.Run(c.name, func(t *testing.T) {
-			if c.scan && d.PushOnly {
-				t.Skip("push-only source")
-			}
-			ctx, cancel := context.WithTimeout(t.Context(), IngressCheckTimeout)
+		nc := namedCheck{name: c.name, run: func(ctx context.Context) error {
+			ctx, cancel := context.WithTimeout(ctx, IngressCheckTimeout)
 			defer cancel()
-			if err := c.run(ctx, d); err != nil {
-				t.Error(err)
-			}
-		})
+			return c.run(ctx, d)
+		}}
+		if c.scan && d.PushOnly {
+			nc.skip = "push-only source"
+		}
+		out = append(out, nc)
 	}
+	return out
 }
 
 func fixture(n int) []IngressItem {

@@ -76,14 +76,13 @@ type extCheck struct {
 	run  func(ctx context.Context, h map[string]ExtensionHost) error
 }
 
-func runExtChecks(ctx context.Context, d ExtensionHostDriver, checks []extCheck) error {
-	var errs []error
+// extSuite binds checks to d.
+func extSuite(d ExtensionHostDriver, checks []extCheck) []namedCheck {
+	var out []namedCheck
 	for _, c := range checks {
-		if err := runExtCheck(ctx, d, c); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", c.name, err))
-		}
+		out = append(out, namedCheck{name: c.name, run: func(ctx context.Context) error { return runExtCheck(ctx, d, c) }})
 	}
-	return errors.Join(errs...)
+	return out
 }
 
 func runExtCheck(ctx context.Context, d ExtensionHostDriver, c extCheck) (err error) {
@@ -106,30 +105,19 @@ func runExtCheck(ctx context.Context, d ExtensionHostDriver, c extCheck) (err er
 	return c.run(ctx, hosts)
 }
 
-func runExtSubtests(t *testing.T, d ExtensionHostDriver, checks []extCheck) {
-	t.Helper()
-	for _, c := range checks {
-		t.Run(c.name, func(t *testing.T) {
-			if err := runExtCheck(t.Context(), d, c); err != nil {
-				t.Error(err)
-			}
-		})
-	}
-}
-
 // CheckExtensionKV checks the namespaced KV an extension reaches through
 // the host: reads and writes in its own namespaces, version and absence
 // preconditions, all-or-nothing batches, paging, and isolation: no
 // extension reads or writes another's namespace or the host's reserved
 // one. It returns every failure joined; nil means the host conforms.
 func CheckExtensionKV(ctx context.Context, d ExtensionHostDriver) error {
-	return runExtChecks(ctx, d, kvChecks)
+	return checkAll(ctx, extSuite(d, kvChecks))
 }
 
 // RunExtensionKV runs CheckExtensionKV's checks as named subtests.
 func RunExtensionKV(t *testing.T, d ExtensionHostDriver) {
 	t.Helper()
-	runExtSubtests(t, d, kvChecks)
+	runAll(t, extSuite(d, kvChecks))
 }
 
 var kvChecks = []extCheck{

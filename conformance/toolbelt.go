@@ -58,25 +58,21 @@ var toolbeltChecks = []toolbeltCheck{
 
 // CheckToolbelt runs every toolbelt check and returns the failures joined.
 func CheckToolbelt(ctx context.Context, d ToolbeltDriver) error {
-	var errs []error
-	for _, c := range toolbeltChecks {
-		if err := runToolbeltCheck(ctx, d, c); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", c.name, err))
-		}
-	}
-	return errors.Join(errs...)
+	return checkAll(ctx, toolbeltSuite(d))
 }
 
 // RunToolbelt runs every toolbelt check as a named subtest.
 func RunToolbelt(t *testing.T, d ToolbeltDriver) {
 	t.Helper()
+	runAll(t, toolbeltSuite(d))
+}
+
+func toolbeltSuite(d ToolbeltDriver) []namedCheck {
+	var out []namedCheck
 	for _, c := range toolbeltChecks {
-		t.Run(c.name, func(t *testing.T) {
-			if err := runToolbeltCheck(t.Context(), d, c); err != nil {
-				t.Error(err)
-			}
-		})
+		out = append(out, namedCheck{name: c.name, run: func(ctx context.Context) error { return runToolbeltCheck(ctx, d, c) }})
 	}
+	return out
 }
 
 // toolbeltBench is one check's engine, over a store that can lose the

@@ -76,31 +76,27 @@ var transportChecks = []transportCheck{
 // d, each on a fresh extension, and returns all failures joined, each
 // prefixed with its check's name; nil means the transport conforms.
 func CheckTransport(ctx context.Context, d TransportDriver) error {
-	var errs []error
-	for _, c := range transportChecks {
-		if c.subprocessOnly && !d.Subprocess {
-			continue
-		}
-		if err := runTransportCheck(ctx, d, c); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", c.name, err))
-		}
-	}
-	return errors.Join(errs...)
+	return checkAll(ctx, transportSuite(d))
 }
 
 // RunTransport runs every transport check as a named subtest of t.
 func RunTransport(t *testing.T, d TransportDriver) {
 	t.Helper()
+	runAll(t, transportSuite(d))
+}
+
+// transportSuite binds the checks to d; an in-process driver skips those
+// that need an extension in its own process.
+func transportSuite(d TransportDriver) []namedCheck {
+	var out []namedCheck
 	for _, c := range transportChecks {
-		t.Run(c.name, func(t *testing.T) {
-			if c.subprocessOnly && !d.Subprocess {
-				t.Skip("needs an extension in its own process")
-			}
-			if err := runTransportCheck(t.Context(), d, c); err != nil {
-				t.Error(err)
-			}
-		})
+		nc := namedCheck{name: c.name, run: func(ctx context.Context) error { return runTransportCheck(ctx, d, c) }}
+		if c.subprocessOnly && !d.Subprocess {
+			nc.skip = "needs an extension in its own process"
+		}
+		out = append(out, nc)
 	}
+	return out
 }
 
 func runTransportCheck(ctx context.Context, d TransportDriver, c transportCheck) (err error) {
