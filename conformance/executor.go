@@ -68,11 +68,9 @@ func RunExecutor(t *testing.T, d ExecutorDriver) {
 }
 
 func executorSuite(d ExecutorDriver) []namedCheck {
-	var out []namedCheck
-	for _, c := range executorChecks {
-		out = append(out, namedCheck{name: c.name, run: func(ctx context.Context) error { return runExecutorCheck(ctx, d, c) }})
-	}
-	return out
+	return bind(executorChecks, func(c executorCheck) namedCheck {
+		return namedCheck{name: c.name, run: func(ctx context.Context) error { return runExecutorCheck(ctx, d, c) }}
+	})
 }
 
 func runExecutorCheck(ctx context.Context, d ExecutorDriver, c executorCheck) (err error) {

@@ -73,8 +73,7 @@ func RunIngress(t *testing.T, d IngressDriver) {
 // ingressSuite binds the checks to d, each under IngressCheckTimeout; a
 // push-only source skips the checks that need reconcile.
 func ingressSuite(d IngressDriver) []namedCheck {
-	var out []namedCheck
-	for _, c := range ingressChecks {
+	return bind(ingressChecks, func(c ingressCheck) namedCheck {
 		nc := namedCheck{name: c.name, run: func(ctx context.Context) error {
 			ctx, cancel := context.WithTimeout(ctx, IngressCheckTimeout)
 			defer cancel()
@@ -83,9 +82,8 @@ func ingressSuite(d IngressDriver) []namedCheck {
 		if c.scan && d.PushOnly {
 			nc.skip = "push-only source"
 		}
-		out = append(out, nc)
-	}
-	return out
+		return nc
+	})
 }
 
 func fixture(n int) []IngressItem {
@@ -246,7 +244,13 @@ func checkVersionMintsIdentity(ctx context.Context, d IngressDriver) error {
 }
 
 // withEngine runs f with an engine over a fresh store and the source.
-func withEngine(ctx context.Context, d IngressDriver, src runtime.IngressSource, f func(e *runtime.Engine, s runtime.Store) error) (err error) {
+// withEngine runs f on an engine over a fresh store, reading a source of
+// items that f may swap for another upstream (sw) mid-check.
+func withEngine(ctx context.Context, d IngressDriver, items []IngressItem, f func(e *runtime.Engine, s runtime.Store, sw *swappable) error) (err error) {
+	src, err := d.NewSource(ctx, items)
+	if err != nil {
+		return err
+	}
 	s, err := d.NewStore()
 	if err != nil {
 		return fmt.Errorf("opening a store: %w", err)
@@ -256,25 +260,38 @@ func withEngine(ctx context.Context, d IngressDriver, src runtime.IngressSource,
 			err = cerr
 		}
 	}()
-	e, err := runtime.New(runtime.Config{Store: s, Sources: map[string]runtime.Source{d.Name: {ScopeID: "conformance", Ingress: src, PageLimit: scanPage}}})
+	sw := &swappable{src}
+	e, err := runtime.New(runtime.Config{Store: s, Sources: map[string]runtime.Source{d.Name: {ScopeID: "conformance", Ingress: sw, PageLimit: scanPage}}})
 	if err != nil {
 		return err
 	}
 	defer e.Close()
-	return f(e, s)
+	return f(e, s, sw)
 }
 
 // swappable lets a check change the upstream under one engine.
 type swappable struct{ runtime.IngressSource }
 
+// scanned runs a first, complete scan and returns the checkpoint it left.
+func scanned(ctx context.Context, e *runtime.Engine, source string) (runtime.ReconcileCheckpoint, error) {
+	if _, err := e.Reconcile(ctx, source); err != nil {
+		return runtime.ReconcileCheckpoint{}, fmt.Errorf("first scan: %w", err)
+	}
+	return e.Checkpoint(ctx, source)
+}
+
+// latestSequence is the store's last accepted sequence.
+func latestSequence(ctx context.Context, s runtime.Store) (n int64, err error) {
+	err = s.View(ctx, func(r runtime.ReadTx) error {
+		n, err = r.LatestSequence()
+		return err
+	})
+	return n, err
+}
+
 func checkEngineReconcile(ctx context.Context, d IngressDriver) error {
 	items := fixture(5)
-	src, err := d.NewSource(ctx, items)
-	if err != nil {
-		return err
-	}
-	sw := &swappable{src}
-	return withEngine(ctx, d, sw, func(e *runtime.Engine, s runtime.Store) error {
+	return withEngine(ctx, d, items, func(e *runtime.Engine, s runtime.Store, sw *swappable) error {
 		rep, err := e.Reconcile(ctx, d.Name)
 		if err != nil {
 			return fmt.Errorf("first scan: %w", err)
@@ -319,16 +336,8 @@ func (f failingPages) Reconcile(ctx context.Context, req runtime.ReconcileReques
 
 func checkEnginePartialScan(ctx context.Context, d IngressDriver) error {
 	items := fixture(5)
-	src, err := d.NewSource(ctx, items)
-	if err != nil {
-		return err
-	}
-	sw := &swappable{src}
-	return withEngine(ctx, d, sw, func(e *runtime.Engine, s runtime.Store) error {
-		if _, err := e.Reconcile(ctx, d.Name); err != nil {
-			return fmt.Errorf("first scan: %w", err)
-		}
-		cp, err := e.Checkpoint(ctx, d.Name)
+	return withEngine(ctx, d, items, func(e *runtime.Engine, s runtime.Store, sw *swappable) error {
+		cp, err := scanned(ctx, e, d.Name)
 		if err != nil {
 			return err
 		}
@@ -374,36 +383,21 @@ func (r rewritten) Reconcile(ctx context.Context, req runtime.ReconcileRequest) 
 }
 
 func checkEngineIdentityConflict(ctx context.Context, d IngressDriver) error {
-	items := fixture(3)
-	src, err := d.NewSource(ctx, items)
-	if err != nil {
-		return err
-	}
-	sw := &swappable{src}
-	return withEngine(ctx, d, sw, func(e *runtime.Engine, s runtime.Store) error {
-		if _, err := e.Reconcile(ctx, d.Name); err != nil {
-			return fmt.Errorf("first scan: %w", err)
-		}
-		cp, err := e.Checkpoint(ctx, d.Name)
+	return withEngine(ctx, d, fixture(3), func(e *runtime.Engine, s runtime.Store, sw *swappable) error {
+		cp, err := scanned(ctx, e, d.Name)
 		if err != nil {
 			return err
 		}
-		var before int64
-		if err := s.View(ctx, func(r runtime.ReadTx) error {
-			before, err = r.LatestSequence()
-			return err
-		}); err != nil {
+		before, err := latestSequence(ctx, s)
+		if err != nil {
 			return err
 		}
-		sw.IngressSource = rewritten{src}
+		sw.IngressSource = rewritten{sw.IngressSource}
 		if _, err := e.Reconcile(ctx, d.Name); !errors.Is(err, runtime.ErrConflict) {
 			return fmt.Errorf("a scan rewriting content under stable identities: got %v, want conflict", err)
 		}
-		var after int64
-		if err := s.View(ctx, func(r runtime.ReadTx) error {
-			after, err = r.LatestSequence()
-			return err
-		}); err != nil {
+		after, err := latestSequence(ctx, s)
+		if err != nil {
 			return err
 		}
 		if after != before {
@@ -421,11 +415,7 @@ func checkPushDurable(ctx context.Context, d IngressDriver) error {
 		return nil
 	}
 	items := fixture(2)
-	src, err := d.NewSource(ctx, nil)
-	if err != nil {
-		return err
-	}
-	return withEngine(ctx, d, src, func(e *runtime.Engine, s runtime.Store) error {
+	return withEngine(ctx, d, nil, func(e *runtime.Engine, s runtime.Store, _ *swappable) error {
 		evs, err := e.Push(ctx, d.Name, d.Deliver(items))
 		if err != nil {
 			return fmt.Errorf("push: %w", err)
@@ -454,11 +444,7 @@ func checkPushDurable(ctx context.Context, d IngressDriver) error {
 				return fmt.Errorf("redelivery named event %s, first delivery %s", again[i].ID, evs[i].ID)
 			}
 		}
-		var n int64
-		err = s.View(ctx, func(r runtime.ReadTx) error {
-			n, err = r.LatestSequence()
-			return err
-		})
+		n, err := latestSequence(ctx, s)
 		if err == nil && n != int64(len(items)) {
 			err = fmt.Errorf("after a redelivery the log holds %d events, want %d", n, len(items))
 		}

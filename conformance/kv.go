@@ -78,11 +78,9 @@ type extCheck struct {
 
 // extSuite binds checks to d.
 func extSuite(d ExtensionHostDriver, checks []extCheck) []namedCheck {
-	var out []namedCheck
-	for _, c := range checks {
-		out = append(out, namedCheck{name: c.name, run: func(ctx context.Context) error { return runExtCheck(ctx, d, c) }})
-	}
-	return out
+	return bind(checks, func(c extCheck) namedCheck {
+		return namedCheck{name: c.name, run: func(ctx context.Context) error { return runExtCheck(ctx, d, c) }}
+	})
 }
 
 func runExtCheck(ctx context.Context, d ExtensionHostDriver, c extCheck) (err error) {

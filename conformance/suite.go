@@ -16,6 +16,15 @@ type namedCheck struct {
 	run  func(ctx context.Context) error
 }
 
+// bind turns a suite's table into checks bound to one driver.
+func bind[C any](table []C, bound func(C) namedCheck) []namedCheck {
+	out := make([]namedCheck, 0, len(table))
+	for _, c := range table {
+		out = append(out, bound(c))
+	}
+	return out
+}
+
 // checkAll runs every check that applies and returns the failures joined,
 // each prefixed with its check's name: the core of every CheckX, usable
 // without a testing.T (certification runs it).

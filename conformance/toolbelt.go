@@ -68,11 +68,9 @@ func RunToolbelt(t *testing.T, d ToolbeltDriver) {
 }
 
 func toolbeltSuite(d ToolbeltDriver) []namedCheck {
-	var out []namedCheck
-	for _, c := range toolbeltChecks {
-		out = append(out, namedCheck{name: c.name, run: func(ctx context.Context) error { return runToolbeltCheck(ctx, d, c) }})
-	}
-	return out
+	return bind(toolbeltChecks, func(c toolbeltCheck) namedCheck {
+		return namedCheck{name: c.name, run: func(ctx context.Context) error { return runToolbeltCheck(ctx, d, c) }}
+	})
 }
 
 // toolbeltBench is one check's engine, over a store that can lose the

@@ -88,15 +88,13 @@ func RunTransport(t *testing.T, d TransportDriver) {
 // transportSuite binds the checks to d; an in-process driver skips those
 // that need an extension in its own process.
 func transportSuite(d TransportDriver) []namedCheck {
-	var out []namedCheck
-	for _, c := range transportChecks {
+	return bind(transportChecks, func(c transportCheck) namedCheck {
 		nc := namedCheck{name: c.name, run: func(ctx context.Context) error { return runTransportCheck(ctx, d, c) }}
 		if c.subprocessOnly && !d.Subprocess {
 			nc.skip = "needs an extension in its own process"
 		}
-		out = append(out, nc)
-	}
-	return out
+		return nc
+	})
 }
 
 func runTransportCheck(ctx context.Context, d TransportDriver, c transportCheck) (err error) {
