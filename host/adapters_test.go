@@ -14,28 +14,35 @@ import (
 	"github.com/open-conduit/open-conduit/runtime"
 )
 
-// adapterConns runs f against the SDK extension attached in process and
-// running as a process.
+// adapterConns runs f against the SDK extension adaptExtension makes,
+// attached in process and running as a process.
 func adapterConns(t *testing.T, f func(t *testing.T, conn host.Conn)) {
-	raw := manifestJSON("adapt", "sdk", adaptProvides("adapt"), nil)
+	extensionBothWays(t, "adapt", manifestJSON("adapt", "sdk", adaptProvides("adapt"), nil), adaptExtension,
+		func(t *testing.T, conn host.Conn, _ *fixture) { f(t, conn) })
+}
+
+// extensionBothWays runs f against the extension mk makes from the manifest raw:
+// attached in process (served by sdk.Attach) and as a process named name
+// (the test binary serving it), each on a fresh fixture.
+func extensionBothWays(t *testing.T, name string, raw []byte, mk func([]byte) *sdk.Extension, f func(t *testing.T, conn host.Conn, fx *fixture)) {
 	t.Run("in_process", func(t *testing.T) {
 		fx := newFixture(t)
 		m, err := protocol.ParseManifest(raw)
 		require.NoError(t, err)
 		svc := host.NewService(host.ServiceConfig{Manifest: m, Store: fx.store})
-		ext, err := sdk.Attach(adaptExtension(raw), svc)
+		ext, err := sdk.Attach(mk(raw), svc)
 		require.NoError(t, err)
 		att, err := host.Attach(ctxT(t), ext, svc, t.TempDir(), protocol.ConfigureParams{})
 		require.NoError(t, err)
-		f(t, att)
+		f(t, att, fx)
 	})
 	t.Run("over_the_wire", func(t *testing.T) {
 		fx := newFixture(t)
-		p, _ := fx.process("adapt", raw, func(c *host.Config) {
+		p, _ := fx.process(name, raw, func(c *host.Config) {
 			c.Configure = func() protocol.ConfigureParams { return protocol.ConfigureParams{} }
 		})
 		require.NoError(t, p.Start(ctxT(t)))
-		f(t, p)
+		f(t, p, fx)
 	})
 }
 

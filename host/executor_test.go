@@ -11,7 +11,6 @@ import (
 
 	"github.com/open-conduit/open-conduit/host"
 	"github.com/open-conduit/open-conduit/protocol"
-	"github.com/open-conduit/open-conduit/protocol/sdk"
 	"github.com/open-conduit/open-conduit/runtime"
 )
 
@@ -44,26 +43,7 @@ func runRequest(workID string, p *fencedPersister) runtime.RunRequest {
 }
 
 func runnerConns(t *testing.T, f func(t *testing.T, conn host.Conn, fx *fixture)) {
-	raw := manifestJSON("runx", "sdk-runner", runnerProvides("runx"), nil)
-	t.Run("in_process", func(t *testing.T) {
-		fx := newFixture(t)
-		m, err := protocol.ParseManifest(raw)
-		require.NoError(t, err)
-		svc := host.NewService(host.ServiceConfig{Manifest: m, Store: fx.store})
-		ext, err := sdk.Attach(runnerExtension(raw), svc)
-		require.NoError(t, err)
-		att, err := host.Attach(ctxT(t), ext, svc, t.TempDir(), protocol.ConfigureParams{})
-		require.NoError(t, err)
-		f(t, att, fx)
-	})
-	t.Run("over_the_wire", func(t *testing.T) {
-		fx := newFixture(t)
-		p, _ := fx.process("runx", raw, func(c *host.Config) {
-			c.Configure = func() protocol.ConfigureParams { return protocol.ConfigureParams{} }
-		})
-		require.NoError(t, p.Start(ctxT(t)))
-		f(t, p, fx)
-	})
+	extensionBothWays(t, "runx", manifestJSON("runx", "sdk-runner", runnerProvides("runx"), nil), runnerExtension, f)
 }
 
 func TestAdapterExecutorRunsAndControls(t *testing.T) {
