@@ -1,8 +1,6 @@
 package protocol_test
 
 import (
-	"bytes"
-	"encoding/json"
 	"reflect"
 	"testing"
 
@@ -35,11 +33,7 @@ const sampleExecutionJSON = `{"id":"x1","work_id":"w1","attempt":1,"executor":"n
 // messageCases pins the JSON of every type in messages.go: the Go value,
 // encoded, equals the golden JSON, and the golden JSON, decoded strictly,
 // equals the Go value.
-var messageCases = []struct {
-	name   string
-	value  any // a pointer to the Go value
-	golden string
-}{
+var messageCases = []wireCase{
 	{"route.match params", &protocol.RouteMatchParams{Handler: "notes", ScopeID: "team", RouteID: "r1", Config: raw(`{"folder":"a"}`), Event: sampleEvent, Work: &sampleWork},
 		`{"handler":"notes","scope_id":"team","route_id":"r1","config":{"folder":"a"},"event":` + sampleEventJSON + `,"work":` + sampleWorkJSON + `}`},
 	{"route.match result", &protocol.RouteMatchResult{Match: true, Reason: "a note", Kind: "notes-review", CorrelationKeys: []string{"notes:1"},
@@ -159,24 +153,7 @@ var messageCases = []struct {
 	{"artifact.abort result", &protocol.ArtifactAbortResult{}, `{}`},
 }
 
-func TestMessagesRoundTrip(t *testing.T) {
-	for _, tc := range messageCases {
-		t.Run(tc.name, func(t *testing.T) {
-			var golden bytes.Buffer
-			require.NoError(t, json.Compact(&golden, []byte(tc.golden)), "golden is not JSON")
-
-			encoded, err := json.Marshal(tc.value)
-			require.NoError(t, err)
-			assert.JSONEq(t, golden.String(), string(encoded), "encoding differs from golden")
-
-			decoded := reflect.New(reflect.TypeOf(tc.value).Elem()).Interface()
-			dec := json.NewDecoder(bytes.NewReader(golden.Bytes()))
-			dec.DisallowUnknownFields()
-			require.NoError(t, dec.Decode(decoded), "golden does not decode strictly")
-			assert.Equal(t, tc.value, decoded, "decoded golden differs from the value")
-		})
-	}
-}
+func TestMessagesRoundTrip(t *testing.T) { testRoundTrip(t, messageCases) }
 
 // TestMessagesCoverEveryShape checks that every params and result type of
 // messages.go has a round-trip case, and that each shape's method is in

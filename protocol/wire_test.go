@@ -41,14 +41,17 @@ var sampleWorkJSON = `{"id":"w1","scope_id":"team","kind":"notes-review","bindin
 	"correlation_keys":["notes:1"],"display":{"title":"t"},"context":{"k":1},"grants":["notes.read"],
 	"revision":3,"created_at":"2026-11-30T04:00:00Z","updated_at":"2026-11-30T04:05:06Z"}`
 
-// wireCases pins the JSON of every wire type: the Go value, encoded, must
-// equal the golden JSON, and the golden JSON, decoded strictly, must equal
-// the Go value.
-var wireCases = []struct {
+// wireCase is one Go value of a wire type and its golden JSON.
+type wireCase struct {
 	name   string
 	value  any // a pointer to the Go value
 	golden string
-}{
+}
+
+// wireCases pins the JSON of every wire type: the Go value, encoded, must
+// equal the golden JSON, and the golden JSON, decoded strictly, must equal
+// the Go value.
+var wireCases = []wireCase{
 	{"empty", &protocol.Empty{}, `{}`},
 	{"initialize params", &protocol.InitializeParams{
 		ProtocolVersions: []protocol.Version{1, 2},
@@ -190,8 +193,12 @@ var wireCases = []struct {
 		`{"event":` + sampleEventJSON + `,"added":true}`},
 }
 
-func TestWireRoundTrip(t *testing.T) {
-	for _, tc := range wireCases {
+func TestWireRoundTrip(t *testing.T) { testRoundTrip(t, wireCases) }
+
+// testRoundTrip checks each case: the value encodes to its golden JSON,
+// and the golden JSON decodes strictly to the value.
+func testRoundTrip(t *testing.T, cases []wireCase) {
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			require.Equal(t, reflect.Pointer, reflect.TypeOf(tc.value).Kind())
 			var golden bytes.Buffer
