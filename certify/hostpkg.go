@@ -281,6 +281,8 @@ func (h *hostPackage) StderrTail() string {
 
 func (h *hostPackage) Wire() []conformance.WireLine { return h.wire.Lines() }
 
+func (h *hostPackage) WireChanged() <-chan struct{} { return h.wire.Changed() }
+
 func (h *hostPackage) Generation() uint64 {
 	proc, err := h.current()
 	if err != nil {

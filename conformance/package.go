@@ -43,8 +43,9 @@ type WireLine struct {
 // WireLog collects the wire lines of every instance of a package, for a
 // driver's Wire. It is safe for concurrent use; the zero value is ready.
 type WireLog struct {
-	mu  sync.Mutex
-	all []WireLine
+	mu      sync.Mutex
+	all     []WireLine
+	changed chan struct{} // closed by the next Add
 }
 
 // Add records one line (its newline trimmed; a blank line is dropped).
@@ -55,7 +56,22 @@ func (l *WireLog) Add(fromExtension bool, line []byte) {
 	}
 	l.mu.Lock()
 	l.all = append(l.all, WireLine{Time: time.Now(), FromExtension: fromExtension, Line: bytes.Clone(line)})
+	if l.changed != nil {
+		close(l.changed)
+		l.changed = nil
+	}
 	l.mu.Unlock()
+}
+
+// Changed returns a channel closed when the next line is recorded: take it
+// before reading Lines, so no line slips between the two.
+func (l *WireLog) Changed() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.changed == nil {
+		l.changed = make(chan struct{})
+	}
+	return l.changed
 }
 
 // Lines returns a copy of the lines recorded so far, in order.
@@ -82,6 +98,9 @@ type PackageDriver interface {
 	// Wire is every line recorded so far, on every process of the
 	// package (supervised and spare), oldest first.
 	Wire() []WireLine
+	// WireChanged returns a channel closed when the next line is recorded
+	// (WireLog.Changed), so a check waits for a line without polling.
+	WireChanged() <-chan struct{}
 	// Generation counts the supervised process's completed handshakes.
 	Generation() uint64
 	// Kill ends the supervised process with SIGKILL, as a crash would; the

@@ -279,8 +279,14 @@ func CheckPackageCancellation(ctx context.Context, d PackageDriver) error {
 			if o.Kind != protocol.OperationKindHandler {
 				continue
 			}
+			// Cancel once the call is on the wire, so $/cancel follows it.
 			cctx, cancel := context.WithCancel(ctx)
-			go func() { time.Sleep(time.Millisecond); cancel() }()
+			from := len(d.Wire())
+			go func() {
+				if awaitSent(cctx, d, from, "operation.call") == nil {
+					cancel()
+				}
+			}()
 			_ = p.Call(cctx, "operation.call", protocol.OperationCallParams{Operation: o.Name,
 				RequestID: fmt.Sprintf("certify-cancel-%s-%d", o.Name, time.Now().UnixNano()), Input: sampleInput(o.Input), Authority: authority(d)}, nil)
 			cancel()

@@ -224,16 +224,15 @@ func CheckPackageShutdown(ctx context.Context, d PackageDriver) error {
 // awaitSent waits until the wire shows a request of method sent after
 // line from.
 func awaitSent(ctx context.Context, d PackageDriver, from int, method string) error {
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
 	for {
+		changed := d.WireChanged()
 		for _, m := range decodeWire(d.Wire(), from) {
 			if !m.fromExtension && m.request() && m.Method == method {
 				return nil
 			}
 		}
 		select {
-		case <-tick.C:
+		case <-changed:
 		case <-ctx.Done():
 			return fmt.Errorf("%s was not sent: %w", method, ctx.Err())
 		}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -25,7 +24,7 @@ type scripted struct {
 	serve    func(method string, params json.RawMessage, out *[]string) (any, error)
 
 	mu   sync.Mutex
-	wire []conformance.WireLine
+	wire conformance.WireLog
 	id   int
 }
 
@@ -46,15 +45,9 @@ func (s *scripted) OpenRun(workID, executionID string) (string, func() json.RawM
 	return "run-1", func() json.RawMessage { return nil }
 }
 
-func (s *scripted) Wire() []conformance.WireLine {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]conformance.WireLine(nil), s.wire...)
-}
-
-func (s *scripted) line(fromExtension bool, text string) {
-	s.wire = append(s.wire, conformance.WireLine{Time: time.Now(), FromExtension: fromExtension, Line: []byte(text)})
-}
+func (s *scripted) Wire() []conformance.WireLine         { return s.wire.Lines() }
+func (s *scripted) WireChanged() <-chan struct{}         { return s.wire.Changed() }
+func (s *scripted) line(fromExtension bool, text string) { s.wire.Add(fromExtension, []byte(text)) }
 
 func (s *scripted) Call(ctx context.Context, method string, params, result any) error {
 	raw, _ := json.Marshal(params)

@@ -152,6 +152,9 @@ func (d *Driver) Call(ctx context.Context, method string, params, result any) er
 // lines.
 func (d *Driver) Wire() []conformance.WireLine { return d.wire.Lines() }
 
+// WireChanged is closed when the next line is recorded.
+func (d *Driver) WireChanged() <-chan struct{} { return d.wire.Changed() }
+
 // Generation counts the attached instances' handshakes.
 func (d *Driver) Generation() uint64 {
 	d.mu.Lock()
