@@ -1,0 +1,353 @@
+package client
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/open-conduit/open-conduit/protocol"
+)
+
+// This file holds every wire type of the management API: the daemon
+// (host/daemon) writes them, the client reads them. JSON field names are
+// the API's contract; add fields, never rename them.
+
+// Generation is one applied configuration.
+type Generation struct {
+	// Number counts applied configurations from 1; 0 is the empty
+	// configuration a daemon runs before any was applied.
+	Number int64 `json:"number"`
+	// Hash is "sha256:<hex>" of the configuration document as applied.
+	Hash      string    `json:"hash,omitempty"`
+	AppliedAt time.Time `json:"applied_at,omitzero"`
+}
+
+// Paths says where a running daemon keeps its parts.
+type Paths struct {
+	Socket  string `json:"socket"`
+	Webhook string `json:"webhook,omitempty"` // the webhook listener's address, empty if none
+	Logs    string `json:"logs"`
+	State   string `json:"state"`
+	Config  string `json:"config"`
+}
+
+// The origins of a package.
+const (
+	OriginBundled   = "bundled"
+	OriginInstalled = "installed"
+)
+
+// Package is one discovered extension package and its process.
+type Package struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	// State is the process's state as the host names it (for example
+	// "starting", "ready", "restarting", "stopped", "failed"), or
+	// "refused" for a package discovery did not admit.
+	State    string `json:"state"`
+	Restarts int    `json:"restarts"`
+	// Protocol is the negotiated protocol version, 0 before the handshake.
+	Protocol protocol.Version `json:"protocol"`
+	// Origin is OriginBundled or OriginInstalled.
+	Origin      string   `json:"origin"`
+	Dir         string   `json:"dir"`
+	Permissions []string `json:"permissions,omitempty"`
+	LastError   string   `json:"last_error,omitempty"`
+}
+
+// Status is GET /v1/status: the daemon, its generation and its packages.
+type Status struct {
+	DaemonVersion    string             `json:"daemon_version"`
+	ProtocolVersions []protocol.Version `json:"protocol_versions"`
+	Generation       Generation         `json:"generation"`
+	// Ready is true once every admitted package is configured with the
+	// current generation and the API serves.
+	Ready    bool      `json:"ready"`
+	PID      int       `json:"pid,omitempty"`
+	Started  time.Time `json:"started,omitzero"`
+	Paths    Paths     `json:"paths"`
+	Packages []Package `json:"packages"`
+}
+
+// Readiness is GET /v1/ready: 200 when ready, 503 (unavailable) with the
+// same body otherwise.
+type Readiness struct {
+	Ready      bool       `json:"ready"`
+	Generation Generation `json:"generation"`
+}
+
+// Diagnostic is one reason a configuration is refused.
+type Diagnostic struct {
+	// Path is the JSON path of the offending value, e.g.
+	// "$.scopes[0].routes[1].handler".
+	Path string `json:"path"`
+	// Rule is a stable name of the rule broken, e.g. "unknown_field".
+	Rule    string `json:"rule"`
+	Message string `json:"message"`
+}
+
+// Scope is a configured scope.
+type Scope struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name,omitempty"`
+	UpdatedAt time.Time `json:"updated_at,omitzero"`
+}
+
+// ScopeList is GET /v1/scopes.
+type ScopeList struct {
+	Scopes []Scope `json:"scopes"`
+}
+
+// Event is an accepted Event.
+type Event struct {
+	ID         string          `json:"id"`
+	Sequence   int64           `json:"sequence"`
+	Source     string          `json:"source"`
+	DeliveryID string          `json:"delivery_id"`
+	ScopeID    string          `json:"scope_id,omitempty"`
+	Family     string          `json:"family,omitempty"`
+	Type       string          `json:"type,omitempty"`
+	Schema     string          `json:"schema,omitempty"`
+	Payload    json.RawMessage `json:"payload,omitempty"`
+	Parent     string          `json:"parent,omitempty"`
+	Root       string          `json:"root,omitempty"`
+	Depth      int             `json:"depth"`
+	Works      []string        `json:"works,omitempty"`
+	OccurredAt time.Time       `json:"occurred_at,omitzero"`
+	AcceptedAt time.Time       `json:"accepted_at,omitzero"`
+}
+
+// EventQuery selects a page of Events: GET /v1/events?scope=&after=&limit=.
+type EventQuery struct {
+	// Scope limits the page to one scope's Events; empty reads the whole log.
+	Scope string
+	// After is the sequence cursor: the page starts after it.
+	After int64
+	// Limit bounds the page (0: DefaultPageLimit; at most MaxPageLimit).
+	Limit int
+}
+
+// Page limits of every listing.
+const (
+	DefaultPageLimit = 100
+	MaxPageLimit     = 1000
+)
+
+// EventPage is a page of Events in sequence order.
+type EventPage struct {
+	Events []Event `json:"events"`
+	// Next is the cursor of the following page (the last sequence read),
+	// 0 when the page was short: the end of the log for now.
+	Next int64 `json:"next,omitempty"`
+}
+
+// RouteRecord is what routing did with one Event.
+type RouteRecord struct {
+	// Disposition is "created", "attached" or "unmatched".
+	Disposition string `json:"disposition"`
+	// Route is the index of the matching route in its scope, -1 if none.
+	Route          int      `json:"route"`
+	Handler        string   `json:"handler,omitempty"`
+	Reason         string   `json:"reason,omitempty"`
+	WorkID         string   `json:"work_id,omitempty"`
+	Woke           []string `json:"woke,omitempty"`
+	DisplayRefused string   `json:"display_refused,omitempty"`
+}
+
+// EventDetail is GET /v1/events/{id}: the Event and, once routed, its
+// route record.
+type EventDetail struct {
+	Event Event `json:"event"`
+	// Route is nil while the Event waits to be routed.
+	Route *RouteRecord `json:"route,omitempty"`
+}
+
+// The Work states.
+const (
+	WorkPending   = "pending"
+	WorkRunning   = "running"
+	WorkWaiting   = "waiting"
+	WorkDone      = "done"
+	WorkFailed    = "failed"
+	WorkCancelled = "cancelled"
+)
+
+// Work is a unit of work.
+type Work struct {
+	ID              string   `json:"id"`
+	ScopeID         string   `json:"scope_id"`
+	Kind            string   `json:"kind,omitempty"`
+	Binding         string   `json:"binding,omitempty"`
+	State           string   `json:"state"`
+	CorrelationKeys []string `json:"correlation_keys,omitempty"`
+	// Display is what the Work is, in its source's words; nil if none.
+	Display   *protocol.Display `json:"display,omitempty"`
+	Grants    []string          `json:"grants,omitempty"`
+	Revision  int64             `json:"revision"`
+	CreatedAt time.Time         `json:"created_at,omitzero"`
+	UpdatedAt time.Time         `json:"updated_at,omitzero"`
+}
+
+// WorkQuery selects a page of Work: GET /v1/work?scope=&state=&after=&limit=.
+type WorkQuery struct {
+	Scope string
+	State string
+	// After is the ID cursor: Work comes in ID order.
+	After string
+	Limit int
+}
+
+// WorkPage is a page of Work in ID order.
+type WorkPage struct {
+	Works []Work `json:"works"`
+	// Next is the cursor of the following page, empty when it was short.
+	Next string `json:"next,omitempty"`
+}
+
+// WorkDetail is GET /v1/work/{id}: the Work, its active Wait and its
+// Executions.
+type WorkDetail struct {
+	Work       Work        `json:"work"`
+	Wait       *Wait       `json:"wait,omitempty"`
+	Executions []Execution `json:"executions"`
+}
+
+// Wait is what a Work waits for.
+type Wait struct {
+	ID          string    `json:"id"`
+	WorkID      string    `json:"work_id"`
+	ScopeID     string    `json:"scope_id,omitempty"`
+	Keys        []string  `json:"keys,omitempty"`
+	Target      string    `json:"target,omitempty"`
+	Description string    `json:"description,omitempty"`
+	Progress    string    `json:"progress,omitempty"`
+	State       string    `json:"state"`
+	Due         time.Time `json:"due,omitzero"`
+	CreatedAt   time.Time `json:"created_at,omitzero"`
+}
+
+// WaitList is GET /v1/waits?scope=&after=&limit=: the active Waits, by
+// the ID of their Work.
+type WaitList struct {
+	Waits []Wait `json:"waits"`
+	// Next is the Work ID cursor of the following page, empty at the end.
+	Next string `json:"next,omitempty"`
+}
+
+// Execution is one attempt at a Work.
+type Execution struct {
+	ID       string `json:"id"`
+	WorkID   string `json:"work_id"`
+	Attempt  int    `json:"attempt"`
+	Executor string `json:"executor"`
+	Epoch    int64  `json:"epoch"`
+	State    string `json:"state"`
+	Error    string `json:"error,omitempty"`
+	// Recoverable says the executor persisted recovery metadata (its
+	// content stays in the store).
+	Recoverable bool      `json:"recoverable,omitempty"`
+	StartedAt   time.Time `json:"started_at,omitzero"`
+	EndedAt     time.Time `json:"ended_at,omitzero"`
+}
+
+// ExecutionList is GET /v1/work/{id}/executions.
+type ExecutionList struct {
+	Executions []Execution `json:"executions"`
+}
+
+// CancelRequest is the body of POST /v1/work/{id}/cancel.
+type CancelRequest struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+// TraceEvent is a hypothetical Event for a route trace.
+type TraceEvent struct {
+	Source     string          `json:"source"`
+	DeliveryID string          `json:"delivery_id,omitempty"`
+	Family     string          `json:"family,omitempty"`
+	Type       string          `json:"type,omitempty"`
+	Schema     string          `json:"schema,omitempty"`
+	Payload    json.RawMessage `json:"payload,omitempty"`
+	Works      []string        `json:"works,omitempty"`
+	OccurredAt time.Time       `json:"occurred_at,omitzero"`
+}
+
+// TraceRequest is the body of POST /v1/scopes/{id}/route/trace: exactly
+// one of Event and Sample.
+type TraceRequest struct {
+	Event *TraceEvent `json:"event,omitempty"`
+	// Sample names one of the scope's samples (GET /v1/scopes/{id}/samples).
+	Sample string `json:"sample,omitempty"`
+}
+
+// TraceStep is one route's answer in a trace.
+type TraceStep struct {
+	Route           int               `json:"route"`
+	Handler         string            `json:"handler"`
+	Match           bool              `json:"match"`
+	Reason          string            `json:"reason,omitempty"`
+	Kind            string            `json:"kind,omitempty"`
+	CorrelationKeys []string          `json:"correlation_keys,omitempty"`
+	Display         *protocol.Display `json:"display,omitempty"`
+	// Error is the handler's failure, if it failed.
+	Error string `json:"error,omitempty"`
+	// Chosen marks the route routing would take: the first match.
+	Chosen         bool   `json:"chosen,omitempty"`
+	DisplayRefused string `json:"display_refused,omitempty"`
+}
+
+// TraceResult is a route trace's answer. A trace writes nothing.
+type TraceResult struct {
+	Scope string      `json:"scope"`
+	Event TraceEvent  `json:"event"`
+	Steps []TraceStep `json:"steps"`
+	// Chosen is the index of the chosen route, -1 if none matched.
+	Chosen int `json:"chosen"`
+}
+
+// Sample is one named sample Event a scope's routes offer.
+type Sample struct {
+	ID    string     `json:"id"`
+	Title string     `json:"title,omitempty"`
+	Event TraceEvent `json:"event"`
+}
+
+// SampleList is GET /v1/scopes/{id}/samples.
+type SampleList struct {
+	Samples []Sample `json:"samples"`
+}
+
+// ConfigView is GET /v1/config: the running configuration, redacted (no
+// secret reference text), and its generation.
+type ConfigView struct {
+	Generation Generation      `json:"generation"`
+	Config     json.RawMessage `json:"config"`
+}
+
+// ConfigResult answers POST /v1/config/validate (200 with Valid and
+// every diagnostic) and POST /v1/config/apply (200 with the new
+// generation; a refusal is config_invalid with the diagnostics).
+type ConfigResult struct {
+	Valid       bool         `json:"valid"`
+	Diagnostics []Diagnostic `json:"diagnostics,omitempty"`
+	// Generation is the applied generation (apply only).
+	Generation *Generation `json:"generation,omitempty"`
+}
+
+// The kinds of change on the stream.
+const (
+	ChangeEvent = "event" // an Event was accepted
+	ChangeWork  = "work"  // a Work was created or changed state or revision
+)
+
+// Change is one entry of the change stream (GET /v1/changes?after=SEQ,
+// server-sent events whose id is Seq). Changes come in Seq order; a
+// client that reconnects with the last Seq it saw misses none.
+type Change struct {
+	// Seq is the change's place in the durable change log, from 1.
+	Seq  int64  `json:"seq"`
+	Kind string `json:"kind"`
+	// Event is set for ChangeEvent.
+	Event *Event `json:"event,omitempty"`
+	// Work is set for ChangeWork: the Work as of this change.
+	Work *Work `json:"work,omitempty"`
+}
