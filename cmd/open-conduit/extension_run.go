@@ -18,6 +18,16 @@ var bundled = map[string]func() *sdk.Extension{
 	runner.Name: runner.Extension,
 }
 
+// bundledNames is the names of the bundled extensions, sorted.
+func bundledNames() []string {
+	names := make([]string, 0, len(bundled))
+	for name := range bundled {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
 // serveExtension serves an extension on the process's stdin and stdout; a
 // variable so tests can serve over pipes instead.
 var serveExtension = sdk.Serve
@@ -26,11 +36,7 @@ var serveExtension = sdk.Serve
 // open-conduit extension-run NAME. The protocol owns stdout from here on;
 // only usage errors, before serving starts, are written to stderr.
 func extensionRunCommand(args []string, stdout, stderr io.Writer) int {
-	names := make([]string, 0, len(bundled))
-	for name := range bundled {
-		names = append(names, name)
-	}
-	slices.Sort(names)
+	names := bundledNames()
 	if len(args) != 1 {
 		fmt.Fprintf(stderr, "usage: open-conduit extension-run NAME\nbundled extensions: %s\n", strings.Join(names, ", "))
 		return exitUsage

@@ -2,20 +2,20 @@
 //
 // Usage:
 //
-//	open-conduit extension validate [--json] PATH
-//	open-conduit extension certify [flags] DIR
-//	open-conduit extension-run NAME
-//	open-conduit version
+//	open-conduit COMMAND [ARGS]
+//	open-conduit help [COMMAND]
 //
-// PATH is an extension directory holding open-conduit-extension.json, or a
-// manifest file. Exit status: 0 when the command succeeded, 1 when what it
-// checked failed, 2 for a usage error.
+// `open-conduit help` lists the commands (the table in commands below);
+// `open-conduit help COMMAND` or `open-conduit COMMAND --help` prints one
+// command's usage. Exit status: 0 when the command succeeded, 1 when what it
+// checked failed, 2 for a usage error (an unknown command included).
 package main
 
 import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/open-conduit/open-conduit/protocol"
 )
@@ -28,29 +28,231 @@ const (
 	exitUsage = 2
 )
 
-const usage = `usage:
-  open-conduit extension validate [--json] PATH   check a manifest offline
-  open-conduit extension certify [flags] DIR      certify a package over the wire (--help for flags)
-  open-conduit extension-run NAME                 serve a bundled extension on stdin and stdout
-  open-conduit version                            print the build's protocol versions
-`
+// command is one entry of the binary's command table.
+type command struct {
+	// name is the words that select the command, such as "extension certify".
+	name string
+	// args is the synopsis after the name, such as "[--json] PATH".
+	args string
+	// summary is the one line shown in the command list.
+	summary string
+	// details, when set, follows the synopsis in the command's own usage
+	// (flags, exit status): the text `--help` prints.
+	details string
+	// ownHelp says the command parses its own flags and answers --help and
+	// -h itself: with one usage on stdout and exit status 0. The dispatcher
+	// then passes a help request through as run(["--help"], …).
+	ownHelp bool
+	// run executes the command with the words after its name.
+	run func(args []string, stdout, stderr io.Writer) int
+}
 
-func run(args []string, stdout, stderr io.Writer) int {
-	switch {
-	case len(args) >= 2 && args[0] == "extension" && args[1] == "validate":
-		return validateCommand(args[2:], stdout, stderr)
-	case len(args) >= 2 && args[0] == "extension" && args[1] == "certify":
-		return certifyCommand(args[2:], stdout, stderr)
-	case len(args) >= 1 && args[0] == "extension-run":
-		return extensionRunCommand(args[1:], stdout, stderr)
-	case len(args) == 1 && args[0] == "version":
-		fmt.Fprintf(stdout, "open-conduit protocol %v\n", protocol.SupportedVersions())
-		return exitOK
-	case len(args) == 1 && (args[0] == "help" || args[0] == "-h" || args[0] == "--help"):
-		fmt.Fprint(stdout, usage)
-		return exitOK
-	default:
-		fmt.Fprint(stderr, usage)
+// commands is the binary's command table: dispatch, the command list and
+// every usage are read from it.
+//
+// To add a command, add one entry here (keep the list sorted by name): its
+// name path, the synopsis of its arguments, a one-line summary and the
+// function. Nothing else needs to change: `open-conduit help`, `help NAME`,
+// `NAME --help` and TestEveryCommandAnswersHelp pick it up. A command that
+// parses flags with the flag package sets ownHelp and answers -h/--help
+// itself (usage on stdout, exit 0); otherwise put its flags in details and
+// the dispatcher answers for it.
+var commands = []command{
+	{
+		name:    "extension certify",
+		args:    "[flags] DIR",
+		summary: "certify a package over the wire",
+		ownHelp: true,
+		run:     certifyCommand,
+	},
+	{
+		name:    "extension validate",
+		args:    "[--json] PATH",
+		summary: "check a manifest offline",
+		details: `PATH is an extension directory holding open-conduit-extension.json, or a
+manifest file. Exit status: 0 when the manifest is valid, 1 when it is not,
+2 for a usage error.
+
+flags:
+  --json	print the report as JSON
+`,
+		run: validateCommand,
+	},
+	{
+		name:    "extension-run",
+		args:    "NAME",
+		summary: "serve a bundled extension on stdin and stdout",
+		details: "NAME is one of the extensions built into this binary: " + strings.Join(bundledNames(), ", ") + `.
+A manifest whose command is "open-conduit extension-run NAME" runs it.
+`,
+		run: extensionRunCommand,
+	},
+	{
+		name:    "version",
+		summary: "print the build's protocol versions",
+		run:     versionCommand,
+	},
+}
+
+func versionCommand(args []string, stdout, stderr io.Writer) int {
+	if len(args) != 0 {
+		fmt.Fprint(stderr, "open-conduit version: takes no arguments\nusage: open-conduit version\n")
 		return exitUsage
 	}
+	fmt.Fprintf(stdout, "open-conduit protocol %v\n", protocol.SupportedVersions())
+	return exitOK
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, topUsage())
+		return exitUsage
+	}
+	if isHelpWord(args[0]) {
+		return helpCommand(args[1:], stdout, stderr)
+	}
+	cmd, rest, ok := lookup(args)
+	if !ok {
+		return unknownCommand(args, stderr)
+	}
+	if helpRequested(rest) {
+		return printHelp(cmd, stdout, stderr)
+	}
+	return cmd.run(rest, stdout, stderr)
+}
+
+// helpCommand is `open-conduit help [COMMAND]`.
+func helpCommand(words []string, stdout, stderr io.Writer) int {
+	if len(words) == 0 {
+		fmt.Fprint(stdout, topUsage())
+		return exitOK
+	}
+	cmd, rest, ok := lookup(words)
+	if !ok {
+		return unknownCommand(words, stderr)
+	}
+	if len(rest) != 0 {
+		fmt.Fprintf(stderr, "open-conduit help: unknown command %q\n\n%s", strings.Join(words, " "), topUsage())
+		return exitUsage
+	}
+	return printHelp(cmd, stdout, stderr)
+}
+
+// printHelp prints cmd's usage on stdout.
+func printHelp(cmd command, stdout, stderr io.Writer) int {
+	if cmd.ownHelp {
+		return cmd.run([]string{"--help"}, stdout, stderr)
+	}
+	fmt.Fprint(stdout, commandUsage(cmd))
+	return exitOK
+}
+
+// unknownCommand answers words that name no command: the words, then the
+// commands that share their first word, or the whole list.
+func unknownCommand(words []string, stderr io.Writer) int {
+	group := groupOf(words[0])
+	if len(group) == 0 {
+		fmt.Fprintf(stderr, "open-conduit: unknown command %q\n\n%s", words[0], topUsage())
+		return exitUsage
+	}
+	if len(words) == 1 {
+		fmt.Fprintf(stderr, "open-conduit %s: missing subcommand\n\n", words[0])
+	} else {
+		fmt.Fprintf(stderr, "open-conduit: unknown command %q\n\n", words[0]+" "+words[1])
+	}
+	fmt.Fprint(stderr, "commands:\n")
+	printList(stderr, group)
+	return exitUsage
+}
+
+// lookup finds the command whose name is the longest prefix of words and
+// returns the words after it.
+func lookup(words []string) (command, []string, bool) {
+	best := -1
+	for i, c := range commands {
+		n := strings.Fields(c.name)
+		if len(n) <= len(words) && equalWords(n, words[:len(n)]) && (best < 0 || len(n) > len(strings.Fields(commands[best].name))) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return command{}, nil, false
+	}
+	return commands[best], words[len(strings.Fields(commands[best].name)):], true
+}
+
+func equalWords(a, b []string) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// groupOf is the commands whose name has more than one word and begins
+// with first: the commands "open-conduit first" could have meant.
+func groupOf(first string) []command {
+	var group []command
+	for _, c := range commands {
+		if n := strings.Fields(c.name); len(n) > 1 && n[0] == first {
+			group = append(group, c)
+		}
+	}
+	return group
+}
+
+// isHelpWord reports whether word asks for help in the command's place.
+func isHelpWord(word string) bool {
+	return word == "help" || word == "-h" || word == "-help" || word == "--help"
+}
+
+// helpRequested reports whether args ask for the command's usage: a -h or
+// --help before any "--".
+func helpRequested(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		if a == "-h" || a == "-help" || a == "--help" {
+			return true
+		}
+	}
+	return false
+}
+
+// topUsage is the list of commands.
+func topUsage() string {
+	var b strings.Builder
+	b.WriteString("usage: open-conduit COMMAND [ARGS]\n\ncommands:\n")
+	printList(&b, commands)
+	b.WriteString("\nRun \"open-conduit help COMMAND\" or \"open-conduit COMMAND --help\" for a command's usage.\n")
+	return b.String()
+}
+
+// printList writes one line per command: its synopsis and summary.
+func printList(w io.Writer, list []command) {
+	width := 0
+	for _, c := range list {
+		width = max(width, len(synopsis(c)))
+	}
+	for _, c := range list {
+		fmt.Fprintf(w, "  %-*s   %s\n", width, synopsis(c), c.summary)
+	}
+}
+
+func synopsis(c command) string {
+	if c.args == "" {
+		return c.name
+	}
+	return c.name + " " + c.args
+}
+
+// commandUsage is one command's usage, as --help prints it.
+func commandUsage(c command) string {
+	s := "usage: open-conduit " + synopsis(c) + "\n\n" + strings.ToUpper(c.summary[:1]) + c.summary[1:] + ".\n"
+	if c.details != "" {
+		s += "\n" + c.details
+	}
+	return s
 }
