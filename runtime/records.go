@@ -47,6 +47,35 @@ type Event struct {
 	AcceptedAt time.Time // set by the store
 }
 
+// ChangeKind names what a Change records.
+type ChangeKind string
+
+// The kinds of Change.
+const (
+	// ChangeEvent: an Event was accepted (AcceptEvent with added=true).
+	ChangeEvent ChangeKind = "event"
+	// ChangeWork: a Work was created or replaced (PutWork).
+	ChangeWork ChangeKind = "work"
+)
+
+// Change is one entry of the durable change log: every accepted Event and
+// every stored Work revision, in commit order. A client that remembers the
+// last Seq it saw resumes from it and misses nothing.
+type Change struct {
+	// Seq is the change's place in the log, from 1, in commit order.
+	Seq  int64
+	Kind ChangeKind
+	// ID is the Event's ID (ChangeEvent) or the Work's ID (ChangeWork).
+	ID      string
+	ScopeID string
+	// Sequence is the Event's sequence (ChangeEvent only).
+	Sequence int64
+	// State and Revision are the Work's as of this change (ChangeWork only).
+	State    WorkState
+	Revision int64
+	At       time.Time // set by the store
+}
+
 // WorkState is where a Work is in its life.
 type WorkState string
 

@@ -53,6 +53,15 @@ type ReadTx interface {
 	// LatestSequence is the sequence of the last accepted Event, 0 if none.
 	LatestSequence() (int64, error)
 
+	// Changes pages the change log by Seq, after the cursor after: one
+	// Change per accepted Event and per stored Work revision, written in
+	// the transaction that made it. Seqs are assigned in commit order, so
+	// once a reader has seen Seq n no later commit adds a Seq ≤ n: paging
+	// from the last Seq seen misses nothing.
+	Changes(after int64, limit int) ([]Change, error)
+	// LatestChange is the Seq of the last Change, 0 if none.
+	LatestChange() (int64, error)
+
 	Scope(id string) (Scope, error)
 	// Scopes lists every scope by ID.
 	Scopes() ([]Scope, error)
@@ -72,6 +81,9 @@ type ReadTx interface {
 	ActiveWait(workID string) (Wait, error)
 	// Waits lists a Work's Waits, oldest first.
 	Waits(workID string) ([]Wait, error)
+	// ActiveWaits pages every active Wait by the ID of its Work, after the
+	// Work ID cursor afterWork ("" starts at the first).
+	ActiveWaits(afterWork string, limit int) ([]Wait, error)
 	// WaitsForKey lists the active Waits one of whose keys is key.
 	WaitsForKey(key string) ([]Wait, error)
 
@@ -97,7 +109,7 @@ type Tx interface {
 	ReadTx
 
 	// AcceptEvent accepts env once. A new Event is stored with the next
-	// sequence and added=true. An identity already accepted with the same
+	// sequence and added=true, and a ChangeEvent is logged. An identity already accepted with the same
 	// signature returns the stored Event and added=false; with a different
 	// signature (or a different explicit ID) it is ErrConflict. A Parent
 	// must be an accepted Event of the same scope (ErrInvalid otherwise).
@@ -112,7 +124,8 @@ type Tx interface {
 	// PutWork creates w when w.Revision is 0 (ErrConflict if the ID exists)
 	// and otherwise replaces the stored Work if its revision is
 	// w.Revision (ErrConflict if not, ErrNotFound if absent). It returns
-	// the stored Work with its new revision.
+	// the stored Work with its new revision. Every stored revision logs a
+	// ChangeWork.
 	PutWork(w Work) (Work, error)
 
 	// AcquireLease starts a new epoch of the named lease (1 for a new

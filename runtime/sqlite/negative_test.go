@@ -71,9 +71,53 @@ func (r weakReadTx) WorkEvents(workID string, after int64, limit int) ([]runtime
 	return named, nil
 }
 
+// Changes drops the Work changes ("changes_without_work") or the first
+// change of every page after the first ("lossy_change_cursor").
+func (r weakReadTx) Changes(after int64, limit int) ([]runtime.Change, error) {
+	page, err := r.ReadTx.Changes(after, limit)
+	if err != nil {
+		return page, err
+	}
+	switch r.weakness {
+	case "changes_without_work":
+		return slices.DeleteFunc(page, func(c runtime.Change) bool { return c.Kind == runtime.ChangeWork }), nil
+	case "lossy_change_cursor":
+		if after > 0 && len(page) > 0 {
+			page = page[1:]
+		}
+	}
+	return page, nil
+}
+
+// ActiveWaits also lists the resolved Waits of the Works it pages
+// ("resolved_waits_active").
+func (r weakReadTx) ActiveWaits(afterWork string, limit int) ([]runtime.Wait, error) {
+	page, err := r.ReadTx.ActiveWaits(afterWork, limit)
+	if r.weakness != "resolved_waits_active" || err != nil {
+		return page, err
+	}
+	var out []runtime.Wait
+	for _, w := range page {
+		all, err := r.ReadTx.Waits(w.WorkID)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, all...)
+	}
+	return out, nil
+}
+
 type weakTx struct {
 	runtime.Tx
 	weakness string
+}
+
+func (t *weakTx) ActiveWaits(afterWork string, limit int) ([]runtime.Wait, error) {
+	return weakReadTx{ReadTx: t.Tx, weakness: t.weakness}.ActiveWaits(afterWork, limit)
+}
+
+func (t *weakTx) Changes(after int64, limit int) ([]runtime.Change, error) {
+	return weakReadTx{ReadTx: t.Tx, weakness: t.weakness}.Changes(after, limit)
 }
 
 func (t *weakTx) ScopeEvents(scopeID string, after int64, limit int) ([]runtime.Event, error) {
@@ -186,6 +230,9 @@ func TestStoreSuiteFailsWeakenedStores(t *testing.T) {
 		{"always_added", "accept_concurrent"},
 		{"unfenced", "lease_fencing"},
 		{"unfenced_recovery", "lease_fencing"},
+		{"changes_without_work", "change_log"},
+		{"lossy_change_cursor", "changes_under_writers"},
+		{"resolved_waits_active", "active_waits"},
 	}
 	for _, c := range cases {
 		t.Run(c.weakness, func(t *testing.T) {

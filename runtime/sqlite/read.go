@@ -243,6 +243,42 @@ func (r *reader) LatestSequence() (int64, error) {
 	return seq, nil
 }
 
+// Changes.
+
+func scanChange(s scanner) (runtime.Change, error) {
+	var (
+		c           runtime.Change
+		kind, state string
+		at          int64
+	)
+	if err := s.Scan(&c.Seq, &kind, &c.ID, &c.ScopeID, &c.Sequence, &state, &c.Revision, &at); err != nil {
+		return c, err
+	}
+	c.Kind, c.State, c.At = runtime.ChangeKind(kind), runtime.WorkState(state), fromNanos(at)
+	return c, nil
+}
+
+func (r *reader) Changes(after int64, limit int) ([]runtime.Change, error) {
+	if err := checkCursor(after); err != nil {
+		return nil, err
+	}
+	return list(r, scanChange, "changes",
+		`SELECT seq, kind, ref, scope_id, sequence, state, revision, at FROM changes WHERE seq > ? ORDER BY seq LIMIT ?`,
+		after, pageLimit(limit))
+}
+
+func (r *reader) LatestChange() (int64, error) {
+	row, err := r.q.row(`SELECT COALESCE(MAX(seq), 0) FROM changes`)
+	if err != nil {
+		return 0, err
+	}
+	var seq int64
+	if err := row.Scan(&seq); err != nil {
+		return 0, fmt.Errorf("sqlite: latest change: %w", err)
+	}
+	return seq, nil
+}
+
 // Scopes.
 
 const scopeCols = `id, name, config, updated_at`
@@ -417,6 +453,14 @@ func (r *reader) ActiveWait(workID string) (runtime.Wait, error) {
 func (r *reader) Waits(workID string) ([]runtime.Wait, error) {
 	return list(r, scanWait, "waits",
 		`SELECT `+waitCols+` FROM waits t WHERE t.work_id = ? ORDER BY t.created_at, t.id`, workID)
+}
+
+func (r *reader) ActiveWaits(afterWork string, limit int) ([]runtime.Wait, error) {
+	// waits_one_active is a partial index of the active Waits by Work ID:
+	// the page seeks it to the cursor and costs what it returns.
+	return list(r, scanWait, "active waits",
+		`SELECT `+waitCols+` FROM waits t INDEXED BY waits_one_active
+		WHERE t.state = 'active' AND t.work_id > ? ORDER BY t.work_id LIMIT ?`, afterWork, pageLimit(limit))
 }
 
 func (r *reader) WaitsForKey(key string) ([]runtime.Wait, error) {

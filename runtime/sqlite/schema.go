@@ -151,4 +151,20 @@ CREATE TABLE tool_results (
 	committed_at  INTEGER NOT NULL
 );
 `,
+	// 2: the change log (runtime.Change), seeded with the Events already
+	// accepted so a stream from 0 sees the whole log.
+	`
+CREATE TABLE changes (
+	seq      INTEGER PRIMARY KEY AUTOINCREMENT,
+	kind     TEXT NOT NULL,
+	ref      TEXT NOT NULL,
+	scope_id TEXT NOT NULL,
+	sequence INTEGER NOT NULL,
+	state    TEXT NOT NULL,
+	revision INTEGER NOT NULL,
+	at       INTEGER NOT NULL
+);
+INSERT INTO changes (kind, ref, scope_id, sequence, state, revision, at)
+	SELECT 'event', id, scope_id, sequence, '', 0, accepted_at FROM events ORDER BY sequence;
+`,
 }

@@ -109,6 +109,10 @@ func (t *tx) AcceptEvent(env runtime.Envelope) (runtime.Event, bool, error) {
 			return runtime.Event{}, false, t.execErr("accept event", err)
 		}
 	}
+	if err := t.logChange(runtime.Change{Kind: runtime.ChangeEvent, ID: ev.ID, ScopeID: ev.ScopeID,
+		Sequence: ev.Sequence, At: ev.AcceptedAt}); err != nil {
+		return runtime.Event{}, false, err
+	}
 	return ev, true, nil
 }
 
@@ -251,7 +255,23 @@ func (t *tx) PutWork(w runtime.Work) (runtime.Work, error) {
 			return runtime.Work{}, t.execErr("put work", err)
 		}
 	}
+	if err := t.logChange(runtime.Change{Kind: runtime.ChangeWork, ID: w.ID, ScopeID: w.ScopeID,
+		State: w.State, Revision: w.Revision, At: w.UpdatedAt}); err != nil {
+		return runtime.Work{}, err
+	}
 	return w, nil
+}
+
+// logChange appends c to the change log in the writing transaction, so
+// the change commits (or rolls back) with what it records. The single
+// writer makes AUTOINCREMENT assign Seqs in commit order.
+func (t *tx) logChange(c runtime.Change) error {
+	_, err := t.q.exec(`INSERT INTO changes (kind, ref, scope_id, sequence, state, revision, at)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`, string(c.Kind), c.ID, c.ScopeID, c.Sequence, string(c.State), c.Revision, nanos(c.At))
+	if err != nil {
+		return t.execErr("log change", err)
+	}
+	return nil
 }
 
 // Leases.
