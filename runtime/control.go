@@ -32,7 +32,7 @@ func (e *Engine) Authority(ctx context.Context, executionID string) (Authority, 
 		if err != nil {
 			return err
 		}
-		b := e.cfg.Bindings[w.Binding]
+		b := e.conf().Bindings[w.Binding]
 		a = Authority{ScopeID: w.ScopeID, WorkID: w.ID, ExecutionID: x.ID, Connection: b.Connection, Operations: slices.Clone(b.Operations)}
 		return nil
 	})
@@ -88,7 +88,7 @@ func (e *Engine) CancelWork(ctx context.Context, workID string) error {
 	return nil
 }
 
-func (e *Engine) executorOf(name string) Executor { return e.cfg.Executors[name] }
+func (e *Engine) executorOf(name string) Executor { return e.conf().Executors[name] }
 
 // execution reads an execution and its executor for a control.
 func (e *Engine) execution(ctx context.Context, executionID string) (Execution, Executor, error) {
@@ -185,8 +185,9 @@ func (e *Engine) Live(ctx context.Context, executionID string, tail int) (json.R
 func (e *Engine) RouteSamples(ctx context.Context, scopeID string) []RouteSample {
 	var out []RouteSample
 	now := e.clock.Now()
-	for _, route := range e.cfg.Routes[scopeID] {
-		s, ok := e.cfg.Handlers[route.Handler].(RouteSampler)
+	c := e.conf()
+	for _, route := range c.Routes[scopeID] {
+		s, ok := c.Handlers[route.Handler].(RouteSampler)
 		if !ok {
 			continue
 		}

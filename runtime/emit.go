@@ -230,9 +230,9 @@ func (e *Engine) acceptCausal(tx Tx, env Envelope, now time.Time) (Event, bool, 
 	}
 	reason := ""
 	switch {
-	case depth > e.cfg.Causal.MaxDepth:
-		reason = fmt.Sprintf("depth %d is over the limit of %d", depth, e.cfg.Causal.MaxDepth)
-	case win.Count >= e.cfg.Causal.PerMinute:
+	case depth > e.conf().Causal.MaxDepth:
+		reason = fmt.Sprintf("depth %d is over the limit of %d", depth, e.conf().Causal.MaxDepth)
+	case win.Count >= e.conf().Causal.PerMinute:
 		reason = fmt.Sprintf("chain %s has had %d events this minute, the limit", root, win.Count)
 	}
 	if reason != "" {

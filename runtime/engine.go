@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -95,6 +96,9 @@ type RetryPolicy struct {
 }
 
 // Config composes an Engine. Maps are read, never written, by the engine.
+// The registration tables (Sources, Routes, Handlers, Bindings, Executors,
+// WorkKinds, Recurrences, Operations, Pools) can be replaced whole while
+// the engine runs (Reconfigure); the other fields are fixed by New.
 type Config struct {
 	Store Store
 	// Clock defaults to SystemClock.
@@ -152,10 +156,12 @@ type Config struct {
 //
 // Step runs one pass of the background work; Run loops it.
 type Engine struct {
-	cfg     Config
-	store   Store
-	clock   Clock
-	filters map[string]DependencyFilter
+	// cur is the configuration in force. Every operation reads it once
+	// through conf and works on that snapshot, so a Reconfigure never
+	// splits one routing decision, start or call across two tables.
+	cur   atomic.Pointer[engineConf]
+	store Store
+	clock Clock
 
 	mu      sync.Mutex
 	running map[string]int         // running executions by pool
@@ -197,6 +203,31 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Retry.Max <= 0 {
 		cfg.Retry.Max = 5 * time.Minute
 	}
+	c, err := newConf(cfg)
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{
+		store:   cfg.Store,
+		clock:   cfg.Clock,
+		running: map[string]int{},
+		scans:   map[string]*sync.Mutex{},
+		kick:    make(chan struct{}, 1),
+	}
+	e.cur.Store(c)
+	e.observeCtx, e.stop = context.WithCancel(context.Background())
+	return e, nil
+}
+
+// engineConf is one configuration of the engine: the Config and what the
+// engine derives from it.
+type engineConf struct {
+	Config
+	filters map[string]DependencyFilter // by the operation owner's name
+}
+
+// newConf checks cfg's tables and derives what the engine needs from them.
+func newConf(cfg Config) (*engineConf, error) {
 	for scope, routes := range cfg.Routes {
 		for i, r := range routes {
 			if _, ok := cfg.Handlers[r.Handler]; !ok {
@@ -212,22 +243,39 @@ func New(cfg Config) (*Engine, error) {
 			return nil, fmt.Errorf("%w: binding %q names unknown executor %q", ErrInvalid, name, b.Executor)
 		}
 	}
-	e := &Engine{
-		cfg:     cfg,
-		store:   cfg.Store,
-		clock:   cfg.Clock,
-		filters: map[string]DependencyFilter{},
-		running: map[string]int{},
-		scans:   map[string]*sync.Mutex{},
-		kick:    make(chan struct{}, 1),
-	}
+	c := &engineConf{Config: cfg, filters: map[string]DependencyFilter{}}
 	for _, op := range cfg.Operations {
 		if op.Filter != nil {
-			e.filters[op.Owner.Name] = op.Filter
+			c.filters[op.Owner.Name] = op.Filter
 		}
 	}
-	e.observeCtx, e.stop = context.WithCancel(context.Background())
-	return e, nil
+	return c, nil
+}
+
+// conf is the configuration in force.
+func (e *Engine) conf() *engineConf { return e.cur.Load() }
+
+// Reconfigure replaces the registration tables (Sources, Routes, Handlers,
+// Bindings, Executors, WorkKinds, Recurrences, Operations, Pools) at once,
+// checked as New checks them; the other fields of cfg are ignored and keep
+// what New was given. It is how a daemon applies a new configuration
+// without a restart: a pass, a start or a call already under way finishes
+// on the tables it began with, the next one sees the new ones, and running
+// executions go on, observed as before (each holds its own executor). The
+// maps must not be written after the call. A refusal changes nothing.
+func (e *Engine) Reconfigure(cfg Config) error {
+	old := e.conf()
+	next := old.Config
+	next.Sources, next.Routes, next.Handlers, next.Bindings = cfg.Sources, cfg.Routes, cfg.Handlers, cfg.Bindings
+	next.Executors, next.WorkKinds, next.Recurrences = cfg.Executors, cfg.WorkKinds, cfg.Recurrences
+	next.Operations, next.Pools = cfg.Operations, cfg.Pools
+	c, err := newConf(next)
+	if err != nil {
+		return err
+	}
+	e.cur.Store(c)
+	e.Kick()
+	return nil
 }
 
 // Close stops observing executions (the runs themselves go on) and waits
@@ -341,8 +389,8 @@ func (e *Engine) nextDue(ctx context.Context) (time.Time, bool, error) {
 const horizon = 100 * 365 * 24 * time.Hour
 
 func (e *Engine) report(err error) {
-	if err != nil && e.cfg.OnError != nil {
-		e.cfg.OnError(err)
+	if c := e.conf(); err != nil && c.OnError != nil {
+		c.OnError(err)
 	}
 }
 

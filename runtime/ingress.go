@@ -37,7 +37,7 @@ func (e *Engine) Accept(ctx context.Context, envs ...Envelope) ([]Event, error) 
 // returns, all or none. It returns only after they are durable, so the
 // caller acknowledges the delivery after Push returns nil and not before.
 func (e *Engine) Push(ctx context.Context, source string, d Delivery) ([]Event, error) {
-	src, ok := e.cfg.Sources[source]
+	src, ok := e.conf().Sources[source]
 	if !ok {
 		return nil, fmt.Errorf("%w: unknown source %q", ErrNotFound, source)
 	}
@@ -166,7 +166,7 @@ func eachItem(r ReadTx, source string, f func(item string, st reconcileItem) err
 // the scan stops there with ErrConflict, having advanced nothing further.
 func (e *Engine) Reconcile(ctx context.Context, source string) (ReconcileReport, error) {
 	var rep ReconcileReport
-	src, ok := e.cfg.Sources[source]
+	src, ok := e.conf().Sources[source]
 	if !ok {
 		return rep, fmt.Errorf("%w: unknown source %q", ErrNotFound, source)
 	}

@@ -152,10 +152,11 @@ type snapshot struct {
 
 // decision is one Event's routing verdict, to apply.
 type decision struct {
-	ev   Event
-	snap snapshot
-	idx  int // the matching route, -1 if none
-	dec  RouteDecision
+	ev     Event
+	snap   snapshot
+	routes []Route // the scope's routes as decided on
+	idx    int     // the matching route in routes, -1 if none
+	dec    RouteDecision
 }
 
 var errRerun = errors.New("routing input changed; decided again")
@@ -165,8 +166,9 @@ func (e *Engine) decideEvent(ctx context.Context, ev Event) (decision, error) {
 	if err != nil {
 		return decision{}, err
 	}
-	idx, dec, err := e.decide(ctx, ev, snap)
-	return decision{ev: ev, snap: snap, idx: idx, dec: dec}, err
+	c := e.conf()
+	idx, dec, err := e.decide(ctx, c, ev, snap)
+	return decision{ev: ev, snap: snap, routes: c.Routes[ev.ScopeID], idx: idx, dec: dec}, err
 }
 
 func (e *Engine) takeSnapshot(ctx context.Context, ev Event) (snapshot, error) {
@@ -190,10 +192,10 @@ func (e *Engine) takeSnapshot(ctx context.Context, ev Event) (snapshot, error) {
 
 // decide offers ev to its scope's routes in order and returns the first
 // match (index -1 if none; its Reason then joins the routes' reasons).
-func (e *Engine) decide(ctx context.Context, ev Event, snap snapshot) (int, RouteDecision, error) {
+func (e *Engine) decide(ctx context.Context, c *engineConf, ev Event, snap snapshot) (int, RouteDecision, error) {
 	var reasons []string
-	for i, route := range e.cfg.Routes[ev.ScopeID] {
-		dec, err := e.match(ctx, ev, snap, route)
+	for i, route := range c.Routes[ev.ScopeID] {
+		dec, err := e.match(ctx, c, ev, snap, route)
 		if err != nil {
 			return -1, RouteDecision{}, fmt.Errorf("route %d (%s): %w", i, route.Handler, err)
 		}
@@ -207,7 +209,7 @@ func (e *Engine) decide(ctx context.Context, ev Event, snap snapshot) (int, Rout
 	return -1, RouteDecision{Reason: strings.Join(reasons, "; ")}, nil
 }
 
-func (e *Engine) match(ctx context.Context, ev Event, snap snapshot, route Route) (RouteDecision, error) {
+func (e *Engine) match(ctx context.Context, c *engineConf, ev Event, snap snapshot, route Route) (RouteDecision, error) {
 	in := RouteInput{ScopeID: ev.ScopeID, Route: route, Event: ev}
 	if snap.work != nil {
 		w := *snap.work
@@ -215,7 +217,7 @@ func (e *Engine) match(ctx context.Context, ev Event, snap snapshot, route Route
 		w.Grants = slices.Clone(w.Grants)
 		in.Work = &w
 	}
-	return e.cfg.Handlers[route.Handler].Match(ctx, in)
+	return c.Handlers[route.Handler].Match(ctx, in)
 }
 
 func (e *Engine) applyRoute(tx Tx, d decision) error {
@@ -241,12 +243,12 @@ func (e *Engine) applyRoute(tx Tx, d decision) error {
 	}
 	rec := RouteRecord{EventID: ev.ID, Disposition: DispositionUnmatched, Route: -1}
 	if idx >= 0 {
-		route := e.cfg.Routes[ev.ScopeID][idx]
+		route := d.routes[idx]
 		rec.Route, rec.Handler, rec.Reason = idx, route.Handler, dec.Reason
 		if err := e.applyMatch(tx, ev, snap, route, dec, &rec); err != nil {
 			return err
 		}
-	} else if len(e.cfg.Routes[ev.ScopeID]) == 0 {
+	} else if len(d.routes) == 0 {
 		rec.Reason = "no routes configured for the scope"
 	} else {
 		rec.Reason = dec.Reason
@@ -283,7 +285,7 @@ func (e *Engine) applyMatch(tx Tx, ev Event, snap snapshot, route Route, dec Rou
 			if woken[w.ID] {
 				continue
 			}
-			if f := e.filters[w.Owner]; f != nil {
+			if f := e.conf().filters[w.Owner]; f != nil {
 				ok, err := f.Matches(w, ev)
 				if err != nil || !ok {
 					continue // a failing filter is no match; a later Event may still wake it
@@ -410,8 +412,9 @@ func (e *Engine) RouteTrace(ctx context.Context, scopeID string, ev Event) ([]Ro
 	}
 	var steps []RouteTraceStep
 	chosen := false
-	for i, route := range e.cfg.Routes[scopeID] {
-		dec, err := e.match(ctx, ev, snap, route)
+	c := e.conf()
+	for i, route := range c.Routes[scopeID] {
+		dec, err := e.match(ctx, c, ev, snap, route)
 		st := RouteTraceStep{Route: i, Handler: route.Handler, Decision: dec, Err: err}
 		if err == nil && dec.Match && !chosen {
 			st.Chosen, chosen = true, true

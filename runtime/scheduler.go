@@ -15,15 +15,15 @@ func leaseName(workID string) string     { return "work/" + workID }
 func retryTimerKey(workID string) string { return TimerRetry + "/" + workID }
 func inputsKey(workID string) string     { return keyJoin("inputs", workID) }
 
-func (e *Engine) poolOf(binding string) string {
-	if p := e.cfg.Bindings[binding].Pool; p != "" {
+func (c *engineConf) poolOf(binding string) string {
+	if p := c.Bindings[binding].Pool; p != "" {
 		return p
 	}
 	return PoolJob
 }
 
 func (e *Engine) capacity(pool string) int {
-	if c, ok := e.cfg.Pools[pool]; ok {
+	if c, ok := e.conf().Pools[pool]; ok {
 		return c
 	}
 	return DefaultPoolCapacity
@@ -93,14 +93,15 @@ func (e *Engine) StartPending(ctx context.Context) ([]Execution, error) {
 			return started, err
 		}
 		for _, w := range works {
-			if _, ok := e.cfg.Bindings[w.Binding]; !ok {
+			c := e.conf()
+			if _, ok := c.Bindings[w.Binding]; !ok {
 				continue
 			}
-			pool := e.poolOf(w.Binding)
+			pool := c.poolOf(w.Binding)
 			if !e.reserve(pool) {
 				continue
 			}
-			x, err := e.start(ctx, w, pool)
+			x, err := e.start(ctx, c, w, pool)
 			if err != nil {
 				e.release(pool)
 				if errors.Is(err, errNotStarted) {
@@ -128,9 +129,9 @@ type attempt struct {
 
 // start begins one attempt: the start transaction (lease, Execution,
 // Work running, trigger chosen), then Run outside it, then the observer.
-func (e *Engine) start(ctx context.Context, w Work, pool string) (Execution, error) {
-	binding := e.cfg.Bindings[w.Binding]
-	executor := e.cfg.Executors[binding.Executor]
+func (e *Engine) start(ctx context.Context, c *engineConf, w Work, pool string) (Execution, error) {
+	binding := c.Bindings[w.Binding]
+	executor := c.Executors[binding.Executor]
 	var (
 		x        Execution
 		inputs   []Event
@@ -146,7 +147,7 @@ func (e *Engine) start(ctx context.Context, w Work, pool string) (Execution, err
 			return errNotStarted
 		}
 		now := e.clock.Now().UTC()
-		lease, err := tx.AcquireLease(LeaseRequest{Name: leaseName(w.ID), Holder: e.cfg.Holder, Now: now, TTL: e.cfg.LeaseTTL, Supersede: true})
+		lease, err := tx.AcquireLease(LeaseRequest{Name: leaseName(w.ID), Holder: c.Holder, Now: now, TTL: c.LeaseTTL, Supersede: true})
 		if err != nil {
 			return err
 		}
@@ -166,7 +167,7 @@ func (e *Engine) start(ctx context.Context, w Work, pool string) (Execution, err
 			return err
 		}
 		if len(inputs) > 0 {
-			trigger = inputs[e.trigger(w.Kind, inputs)]
+			trigger = inputs[c.trigger(w.Kind, inputs)]
 			cursor = inputs[len(inputs)-1].Sequence
 		}
 		x = Execution{
@@ -232,8 +233,8 @@ func (e *Engine) start(ctx context.Context, w Work, pool string) (Execution, err
 
 // trigger asks the Work kind's policy which input triggers the attempt,
 // falling back to the first.
-func (e *Engine) trigger(kind string, inputs []Event) int {
-	p := e.cfg.WorkKinds[kind]
+func (c *engineConf) trigger(kind string, inputs []Event) int {
+	p := c.WorkKinds[kind]
 	if p == nil {
 		return 0
 	}
@@ -340,6 +341,7 @@ func (e *Engine) stopAndRetry(ctx context.Context, a *attempt, cause error) {
 func (e *Engine) settle(a *attempt, res RunResult) {
 	defer e.release(a.pool)
 	ctx := context.WithoutCancel(e.observeCtx)
+	c := e.conf()
 	err := e.store.Transact(ctx, func(tx Tx) error {
 		x, err := tx.Execution(a.exec.ID)
 		if err != nil {
@@ -368,16 +370,16 @@ func (e *Engine) settle(a *attempt, res RunResult) {
 		}
 		switch x.State {
 		case ExecutionSucceeded:
-			w.State, err = e.afterSuccess(tx, w)
+			w.State, err = c.afterSuccess(tx, w)
 			if err != nil {
 				return err
 			}
 		default:
-			if x.Attempt >= e.cfg.Retry.MaxAttempts {
+			if x.Attempt >= c.Retry.MaxAttempts {
 				w.State = WorkFailed
 			} else {
 				w.State = WorkPending
-				due := now.Add(e.backoff(x.Attempt))
+				due := now.Add(c.backoff(x.Attempt))
 				if _, err := tx.ArmTimer(Timer{Key: retryTimerKey(w.ID), ScopeID: w.ScopeID, WorkID: w.ID, Kind: TimerRetry, Due: due}); err != nil {
 					return err
 				}
@@ -393,13 +395,13 @@ func (e *Engine) settle(a *attempt, res RunResult) {
 	e.Kick()
 }
 
-func (e *Engine) afterSuccess(tx Tx, w Work) (WorkState, error) {
+func (c *engineConf) afterSuccess(tx Tx, w Work) (WorkState, error) {
 	if _, err := tx.ActiveWait(w.ID); err == nil {
 		return WorkWaiting, nil
 	} else if !isNotFound(err) {
 		return "", err
 	}
-	p := e.cfg.WorkKinds[w.Kind]
+	p := c.WorkKinds[w.Kind]
 	if p == nil || !p.Standing() {
 		return WorkDone, nil
 	}
@@ -418,12 +420,12 @@ func (e *Engine) afterSuccess(tx Tx, w Work) (WorkState, error) {
 }
 
 // backoff is the wait before the attempt after attempt n.
-func (e *Engine) backoff(n int) time.Duration {
-	d := e.cfg.Retry.Initial
-	for i := 1; i < n && d < e.cfg.Retry.Max; i++ {
+func (c *engineConf) backoff(n int) time.Duration {
+	d := c.Retry.Initial
+	for i := 1; i < n && d < c.Retry.Max; i++ {
 		d *= 2
 	}
-	return min(d, e.cfg.Retry.Max)
+	return min(d, c.Retry.Max)
 }
 
 // Adopt takes over the Work left running by an earlier engine (after a
@@ -460,7 +462,8 @@ func (e *Engine) Adopt(ctx context.Context) ([]Execution, error) {
 }
 
 func (e *Engine) adoptOne(ctx context.Context, w Work) (Execution, error) {
-	binding, ok := e.cfg.Bindings[w.Binding]
+	c := e.conf()
+	binding, ok := c.Bindings[w.Binding]
 	if !ok {
 		return Execution{}, nil
 	}
@@ -478,7 +481,7 @@ func (e *Engine) adoptOne(ctx context.Context, w Work) (Execution, error) {
 			x = Execution{}
 			return nil
 		}
-		lease, err := tx.AcquireLease(LeaseRequest{Name: x.Lease, Holder: e.cfg.Holder, Now: e.clock.Now().UTC(), TTL: e.cfg.LeaseTTL, Supersede: true})
+		lease, err := tx.AcquireLease(LeaseRequest{Name: x.Lease, Holder: c.Holder, Now: e.clock.Now().UTC(), TTL: c.LeaseTTL, Supersede: true})
 		if err != nil {
 			return err
 		}
@@ -489,11 +492,11 @@ func (e *Engine) adoptOne(ctx context.Context, w Work) (Execution, error) {
 	if err != nil || x.ID == "" {
 		return Execution{}, err
 	}
-	pool := e.poolOf(w.Binding)
+	pool := c.poolOf(w.Binding)
 	e.mu.Lock()
 	e.running[pool]++ // adopted runs count even over capacity: they are already running
 	e.mu.Unlock()
-	a := &attempt{exec: x, work: w, executor: e.cfg.Executors[binding.Executor], pool: pool}
+	a := &attempt{exec: x, work: w, executor: c.Executors[binding.Executor], pool: pool}
 	e.observers.Add(1)
 	go func() {
 		defer e.observers.Done()

@@ -113,12 +113,12 @@ func (e *Engine) fire(tx Tx, t Timer, now time.Time) error {
 	if _, _, err := tx.AcceptEvent(env); err != nil {
 		return err
 	}
-	rec := e.cfg.Recurrences[cur.Kind]
+	rec := e.conf().Recurrences[cur.Kind]
 	if rec == nil {
 		_, err := tx.CancelTimer(cur.Key)
 		return err
 	}
-	occ, err := rec.Next(cur, e.cfg.Clock.Now())
+	occ, err := rec.Next(cur, e.clock.Now())
 	if err != nil {
 		return fmt.Errorf("recurrence %q: %w", cur.Kind, err)
 	}

@@ -29,7 +29,7 @@ func (e *OperationError) Error() string { return e.Code + ": " + e.Message }
 // request ID is never replayed. auth must come from Engine.Authority for
 // the calling execution, never from the caller's own word.
 func (e *Engine) Call(ctx context.Context, auth Authority, operation, requestID string, input json.RawMessage) (json.RawMessage, error) {
-	spec, ok := e.cfg.Operations[operation]
+	spec, ok := e.conf().Operations[operation]
 	if !ok {
 		return nil, fmt.Errorf("%w: unknown operation %q", ErrNotFound, operation)
 	}
