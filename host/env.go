@@ -3,6 +3,8 @@ package host
 import (
 	"slices"
 	"strings"
+
+	"github.com/open-conduit/open-conduit/protocol"
 )
 
 // BaselineEnv are the variables every extension process gets from the
@@ -11,9 +13,10 @@ var BaselineEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "
 
 // Environment builds an extension's environment from the daemon's: the
 // baseline (BaselineEnv and LC_*), the variables the operator grants the
-// package by name (passEnv), and GORACE in a race-detector build, each
-// only when set. Nothing else reaches the extension, so no credential or
-// host setting leaks into it by accident.
+// package by name (passEnv) except the reserved ones
+// (protocol.ReservedEnv, refused by NewProcess), and GORACE in a
+// race-detector build, each only when set. Nothing else reaches the
+// extension, so no credential or host setting leaks into it by accident.
 func Environment(daemon []string, passEnv []string) []string {
 	var out []string
 	for _, kv := range daemon {
@@ -22,7 +25,7 @@ func Environment(daemon []string, passEnv []string) []string {
 			continue
 		}
 		if slices.Contains(BaselineEnv, name) || strings.HasPrefix(name, "LC_") ||
-			slices.Contains(passEnv, name) || (raceBuild && name == "GORACE") {
+			(slices.Contains(passEnv, name) && !protocol.ReservedEnv(name)) || (raceBuild && name == "GORACE") {
 			out = append(out, kv)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,7 +38,8 @@ func manifestJSON(name, mode string, provides map[string]any, extra map[string]a
 }
 
 // writePackage writes a package directory under root whose command is a
-// link to the test binary.
+// script inside it that runs the test binary (a link to the binary would
+// leave the package, which the host refuses: command.symlink).
 func writePackage(t *testing.T, root, name string, manifest []byte) string {
 	t.Helper()
 	dir := filepath.Join(root, name)
@@ -45,7 +47,8 @@ func writePackage(t *testing.T, root, name string, manifest []byte) string {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, protocol.ManifestFile), manifest, 0o644))
 	exe, err := os.Executable()
 	require.NoError(t, err)
-	require.NoError(t, os.Symlink(exe, filepath.Join(dir, "ext")))
+	script := "#!/bin/sh\nexec '" + strings.ReplaceAll(exe, "'", `'\''`) + "' \"$@\"\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "ext"), []byte(script), 0o755))
 	return dir
 }
 

@@ -165,6 +165,9 @@ func NewProcess(cfg Config) (*Process, error) {
 	if cfg.Package.Manifest == nil {
 		return nil, fmt.Errorf("host: package %q has no manifest", cfg.Package.Name)
 	}
+	if err := protocol.CheckPassEnv(cfg.PassEnv); err != nil {
+		return nil, fmt.Errorf("host: the pass_env of %s: %w", cfg.Package.Name, err)
+	}
 	if cfg.Environ == nil {
 		cfg.Environ = os.Environ
 	}
@@ -443,6 +446,10 @@ func (p *Process) startOnce(ctx context.Context) (*instance, error) {
 	if m.KVVersion < stored {
 		return nil, p.refuse(protocol.Errorf(protocol.CodeKVDowngrade,
 			"the manifest's kv_version %d is older than the stored KV layout %d", m.KVVersion, stored))
+	}
+	// Links can change after discovery: check again what is about to run.
+	if err := protocol.CheckPackage(p.cfg.Package.Dir, m); err != nil {
+		return nil, p.refuse(err)
 	}
 	inst, err := p.launch()
 	if err != nil {

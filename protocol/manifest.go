@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -622,11 +623,20 @@ func (m *Manifest) RunsOnHost() bool {
 	return slices.Equal(m.Command, HostRunCommand(m.Name))
 }
 
-// IsBuiltinOperation reports whether name is a builtin toolbelt operation:
-// builtins live under the reserved name os ("os.wait" and the like), which
-// no extension can declare.
+// BuiltinWait is the builtin wait operation: the toolbelt's own Wait on
+// keys, a target or a timeout, with no extension behind it.
+const BuiltinWait = "os.wait"
+
+// BuiltinOperations lists the builtin toolbelt operations, sorted. They
+// live under the reserved name os, which no extension can declare, and a
+// toolset may grant them beside its own operations.
+func BuiltinOperations() []string { return []string{BuiltinWait} }
+
+// IsBuiltinOperation reports whether name is one of BuiltinOperations.
+// Another name under os is no builtin: a toolset that grants one is
+// refused (toolsets.operation) rather than granting nothing.
 func IsBuiltinOperation(name string) bool {
-	return OwnsDotted("os", name) && isDottedName(name)
+	return slices.Contains(BuiltinOperations(), name)
 }
 
 // ParseManifest reads a manifest strictly and validates it. Malformed JSON,
@@ -657,9 +667,31 @@ func DecodeManifest(data []byte) (*Manifest, error) {
 	return &m, nil
 }
 
-// LoadManifest reads and parses dir/ManifestFile.
+// LoadManifest reads and parses dir/ManifestFile, then checks the
+// package's files against it (CheckPackage).
 func LoadManifest(dir string) (*Manifest, error) {
 	path := filepath.Join(dir, ManifestFile)
+	data, err := ReadManifestFile(path)
+	if err == nil {
+		var m *Manifest
+		if m, err = ParseManifest(data); err == nil {
+			if err = CheckPackage(dir, m); err == nil {
+				return m, nil
+			}
+		}
+	}
+	var me *ManifestError
+	if errors.As(err, &me) {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return nil, err
+}
+
+// ReadManifestFile reads the manifest file at path, reading at most
+// MaxManifestBytes+1 bytes whatever the file's size. A longer file is
+// refused with the rule json.size (and its size, when the file says it),
+// so a huge file costs no more than the limit.
+func ReadManifestFile(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -669,9 +701,12 @@ func LoadManifest(dir string) (*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := ParseManifest(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	if len(data) > MaxManifestBytes {
+		size := int64(len(data))
+		if info, err := f.Stat(); err == nil && info.Mode().IsRegular() && info.Size() > size {
+			size = info.Size()
+		}
+		return nil, tooLarge(data, size)
 	}
-	return m, nil
+	return data, nil
 }

@@ -44,6 +44,7 @@ func (k strictKind) String() string {
 // strictNode is one JSON value of the tree.
 type strictNode struct {
 	kind  strictKind
+	off   int           // the byte offset of the value's first byte
 	text  string        // a string's value or a number's literal
 	keys  []string      // an object's member names, in order
 	elems []*strictNode // an array's elements, or an object's member values
@@ -91,11 +92,16 @@ func (p strictPath) with(e any) strictPath {
 	return append(p[:len(p):len(p)], e)
 }
 
+// byteOrderMark is U+FEFF in UTF-8, which some editors put first in a file.
+const byteOrderMark = "\xef\xbb\xbf"
+
 // decodeStrict decodes data into v (a pointer to a struct), refusing anything
-// a lenient decoder would let through. Every refusal is a *ManifestError.
+// a lenient decoder would let through. Every refusal is a *ManifestError
+// that says where it is: its JSON path when it has one, and its line and
+// column.
 func decodeStrict(data []byte, v any) error {
 	if len(data) > MaxManifestBytes {
-		return tooLarge(len(data))
+		return tooLarge(data, int64(len(data)))
 	}
 	if !utf8.Valid(data) {
 		at := 0
@@ -106,13 +112,21 @@ func decodeStrict(data []byte, v any) error {
 			}
 			at += n
 		}
-		return &ManifestError{Rule: RuleJSONUTF8, Message: fmt.Sprintf("invalid UTF-8 at byte %d", at)}
+		return locate(&ManifestError{Rule: RuleJSONUTF8, Message: fmt.Sprintf("invalid UTF-8 at byte %d", at)}, data, at)
+	}
+	if bytes.HasPrefix(data, []byte(byteOrderMark)) {
+		return locate(&ManifestError{Rule: RuleJSONSyntax,
+			Message: "the manifest begins with a byte order mark (U+FEFF): save it as UTF-8 without one"}, data, 0)
 	}
 	root, err := parseStrict(data)
 	if err != nil {
 		return err
 	}
 	if err := checkShape(root, reflect.TypeOf(v).Elem(), nil); err != nil {
+		var me *ManifestError
+		if errors.As(err, &me) {
+			locate(me, data, me.offset)
+		}
 		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -125,53 +139,98 @@ func decodeStrict(data []byte, v any) error {
 	return nil
 }
 
-func tooLarge(n int) *ManifestError {
-	return &ManifestError{Rule: RuleJSONSize, Message: fmt.Sprintf("the manifest is over %d bytes (%d)", MaxManifestBytes, n)}
+// tooLarge refuses a manifest of size bytes, of which data holds at least
+// the first MaxManifestBytes+1; it points at the first byte past the limit.
+func tooLarge(data []byte, size int64) *ManifestError {
+	return locate(&ManifestError{Rule: RuleJSONSize,
+		Message: fmt.Sprintf("the manifest is over %d bytes (%d)", MaxManifestBytes, size)}, data, MaxManifestBytes)
+}
+
+// locate sets e's line and column to those of the byte offset off in data
+// and returns e.
+func locate(e *ManifestError, data []byte, off int) *ManifestError {
+	off = min(max(off, 0), len(data))
+	before := data[:off]
+	e.Line = bytes.Count(before, []byte("\n")) + 1
+	e.Column = utf8.RuneCount(before[bytes.LastIndexByte(before, '\n')+1:]) + 1
+	e.offset = off
+	return e
 }
 
 // strictParser builds the tree from a token stream.
 type strictParser struct {
+	data []byte
 	dec  *json.Decoder
 	path strictPath
 }
 
 func parseStrict(data []byte) (*strictNode, error) {
-	p := &strictParser{dec: json.NewDecoder(bytes.NewReader(data))}
+	p := &strictParser{data: data, dec: json.NewDecoder(bytes.NewReader(data))}
 	p.dec.UseNumber()
 	root, err := p.value(1)
 	if err != nil {
 		return nil, err
 	}
+	end := p.next()
 	if _, err := p.dec.Token(); err != io.EOF {
-		return nil, &ManifestError{Rule: RuleJSONTrailing,
-			Message: fmt.Sprintf("data after the manifest's object, at byte %d", p.dec.InputOffset())}
+		return nil, p.at(&ManifestError{Rule: RuleJSONTrailing,
+			Message: fmt.Sprintf("data after the manifest's object, at byte %d", end)}, end)
 	}
 	return root, nil
 }
 
-func (p *strictParser) syntax(err error) *ManifestError {
+// next is the offset of the next token: past the space, and the ':' or ','
+// that separate values, that follow the decoder's position.
+func (p *strictParser) next() int {
+	i := int(p.dec.InputOffset())
+	for i < len(p.data) {
+		switch p.data[i] {
+		case ' ', '\t', '\n', '\r', ':', ',':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// at locates a refusal at the offset off.
+func (p *strictParser) at(e *ManifestError, off int) *ManifestError { return locate(e, p.data, off) }
+
+func (p *strictParser) syntax(err error, start int) *ManifestError {
 	var se *json.SyntaxError
 	switch {
 	case errors.As(err, &se):
-		return &ManifestError{Rule: RuleJSONSyntax, Path: p.path.String(),
-			Message: fmt.Sprintf("malformed JSON at byte %d: %s", se.Offset, strings.TrimPrefix(se.Error(), "json: "))}
+		// The token stream's offsets count from its buffer, not the
+		// document; a whole-document scan says exactly where the
+		// offending byte is (Offset counts it as read).
+		at := start
+		var whole *json.SyntaxError
+		var v any
+		if errors.As(json.Unmarshal(p.data, &v), &whole) {
+			at = int(whole.Offset) - 1
+		}
+		return p.at(&ManifestError{Rule: RuleJSONSyntax, Path: p.path.String(),
+			Message: "malformed JSON: " + strings.TrimPrefix(se.Error(), "json: ")}, at)
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return &ManifestError{Rule: RuleJSONSyntax, Path: p.path.String(), Message: "the JSON ends early"}
+		return p.at(&ManifestError{Rule: RuleJSONSyntax, Path: p.path.String(), Message: "the JSON ends early"}, len(p.data))
 	default:
-		return &ManifestError{Rule: RuleJSONSyntax, Path: p.path.String(), Message: "malformed JSON: " + strings.TrimPrefix(err.Error(), "json: ")}
+		return p.at(&ManifestError{Rule: RuleJSONSyntax, Path: p.path.String(),
+			Message: "malformed JSON: " + strings.TrimPrefix(err.Error(), "json: ")}, start)
 	}
 }
 
 func (p *strictParser) value(depth int) (*strictNode, error) {
+	start := p.next()
 	tok, err := p.dec.Token()
 	if err != nil {
-		return nil, p.syntax(err)
+		return nil, p.syntax(err, start)
 	}
 	switch t := tok.(type) {
 	case nil:
-		return &strictNode{kind: strictNull}, nil
+		return &strictNode{kind: strictNull, off: start}, nil
 	case bool:
-		n := &strictNode{kind: strictBool}
+		n := &strictNode{kind: strictBool, off: start}
 		if t {
 			n.text = "true"
 		}
@@ -179,25 +238,32 @@ func (p *strictParser) value(depth int) (*strictNode, error) {
 	case json.Number:
 		f, err := strconv.ParseFloat(string(t), 64)
 		if err != nil || f-f != 0 {
-			return nil, &ManifestError{Rule: RuleJSONNumber, Path: p.path.String(),
-				Message: fmt.Sprintf("the number %.40s is out of range", string(t))}
+			return nil, p.at(&ManifestError{Rule: RuleJSONNumber, Path: p.path.String(),
+				Message: fmt.Sprintf("the number %.40s is out of range", string(t))}, start)
 		}
-		return &strictNode{kind: strictNumber, text: string(t)}, nil
+		return &strictNode{kind: strictNumber, text: string(t), off: start}, nil
 	case string:
-		return &strictNode{kind: strictString, text: t}, nil
+		return &strictNode{kind: strictString, text: t, off: start}, nil
 	case json.Delim:
 		if depth > MaxManifestDepth {
-			return nil, &ManifestError{Rule: RuleJSONDepth, Path: p.path.String(),
-				Message: fmt.Sprintf("the JSON nests deeper than %d levels", MaxManifestDepth)}
+			return nil, p.at(&ManifestError{Rule: RuleJSONDepth, Path: p.path.String(),
+				Message: fmt.Sprintf("the JSON nests deeper than %d levels", MaxManifestDepth)}, start)
 		}
+		var n *strictNode
 		switch t {
 		case '{':
-			return p.object(depth)
+			n, err = p.object(depth)
 		case '[':
-			return p.array(depth)
+			n, err = p.array(depth)
+		default:
+			return nil, p.at(&ManifestError{Rule: RuleJSONSyntax, Path: p.path.String(), Message: fmt.Sprintf("unexpected %v", tok)}, start)
 		}
+		if n != nil {
+			n.off = start
+		}
+		return n, err
 	}
-	return nil, &ManifestError{Rule: RuleJSONSyntax, Path: p.path.String(), Message: fmt.Sprintf("unexpected %v", tok)}
+	return nil, p.at(&ManifestError{Rule: RuleJSONSyntax, Path: p.path.String(), Message: fmt.Sprintf("unexpected %v", tok)}, start)
 }
 
 func (p *strictParser) object(depth int) (*strictNode, error) {
@@ -206,18 +272,19 @@ func (p *strictParser) object(depth int) (*strictNode, error) {
 	base := p.path
 	defer func() { p.path = base }()
 	for p.dec.More() {
+		start := p.next()
 		tok, err := p.dec.Token()
 		if err != nil {
-			return nil, p.syntax(err)
+			return nil, p.syntax(err, start)
 		}
 		key, ok := tok.(string)
 		if !ok {
-			return nil, &ManifestError{Rule: RuleJSONSyntax, Path: base.String(), Message: "an object member has no name"}
+			return nil, p.at(&ManifestError{Rule: RuleJSONSyntax, Path: base.String(), Message: "an object member has no name"}, start)
 		}
 		p.path = base.with(key)
 		if seen[key] {
-			return nil, &ManifestError{Rule: RuleJSONDuplicateKey, Path: p.path.String(),
-				Message: fmt.Sprintf("the member %q appears twice", key)}
+			return nil, p.at(&ManifestError{Rule: RuleJSONDuplicateKey, Path: p.path.String(),
+				Message: fmt.Sprintf("the member %q appears twice", key)}, start)
 		}
 		seen[key] = true
 		v, err := p.value(depth + 1)
@@ -226,10 +293,12 @@ func (p *strictParser) object(depth int) (*strictNode, error) {
 		}
 		n.keys = append(n.keys, key)
 		n.elems = append(n.elems, v)
+		p.path = base // what follows a member is not in it
 	}
 	p.path = base
+	start := p.next()
 	if _, err := p.dec.Token(); err != nil {
-		return nil, p.syntax(err)
+		return nil, p.syntax(err, start)
 	}
 	return n, nil
 }
@@ -247,8 +316,9 @@ func (p *strictParser) array(depth int) (*strictNode, error) {
 		n.elems = append(n.elems, v)
 	}
 	p.path = base
+	start := p.next()
 	if _, err := p.dec.Token(); err != nil {
-		return nil, p.syntax(err)
+		return nil, p.syntax(err, start)
 	}
 	return n, nil
 }
@@ -261,7 +331,7 @@ var executorLabelsType = reflect.TypeFor[ExecutorLabels]()
 func checkShape(n *strictNode, t reflect.Type, path strictPath) error {
 	wrong := func(want string) error {
 		return &ManifestError{Rule: RuleJSONType, Path: path.String(),
-			Message: fmt.Sprintf("must be %s, not %s", want, n.kind)}
+			Message: fmt.Sprintf("must be %s, not %s", want, n.kind), offset: n.off}
 	}
 	switch t.Kind() {
 	case reflect.Pointer:
@@ -279,7 +349,9 @@ func checkShape(n *strictNode, t reflect.Type, path strictPath) error {
 		for i, key := range n.keys {
 			f, ok := fields[key]
 			if !ok {
-				return unknownMember(t, key, path.with(key))
+				err := unknownMember(t, key, path.with(key))
+				err.offset = n.elems[i].off
+				return err
 			}
 			if err := checkShape(n.elems[i], f, path.with(key)); err != nil {
 				return err
@@ -329,10 +401,10 @@ func checkShape(n *strictNode, t reflect.Type, path strictPath) error {
 		if _, err := strconv.ParseInt(n.text, 10, t.Bits()); err != nil {
 			if errors.Is(err, strconv.ErrRange) {
 				return &ManifestError{Rule: RuleJSONNumber, Path: path.String(),
-					Message: fmt.Sprintf("the integer %.40s is out of range", n.text)}
+					Message: fmt.Sprintf("the integer %.40s is out of range", n.text), offset: n.off}
 			}
 			return &ManifestError{Rule: RuleJSONType, Path: path.String(),
-				Message: fmt.Sprintf("must be an integer, not %.40s", n.text)}
+				Message: fmt.Sprintf("must be an integer, not %.40s", n.text), offset: n.off}
 		}
 		return nil
 	case reflect.Float32, reflect.Float64:
@@ -341,13 +413,13 @@ func checkShape(n *strictNode, t reflect.Type, path strictPath) error {
 		}
 		return nil
 	}
-	return &ManifestError{Rule: RuleJSONType, Path: path.String(), Message: "cannot be decoded"}
+	return &ManifestError{Rule: RuleJSONType, Path: path.String(), Message: "cannot be decoded", offset: n.off}
 }
 
 // unknownMember is the refusal of a member the type does not declare. The
 // format grows only by additive fields, so an unknown one means the manifest
 // was written for a newer Open Conduit.
-func unknownMember(t reflect.Type, key string, path strictPath) error {
+func unknownMember(t reflect.Type, key string, path strictPath) *ManifestError {
 	switch {
 	case t == executorLabelsType:
 		return &ManifestError{Rule: RuleNewerExecutorLabel, Path: path.String(),

@@ -49,13 +49,31 @@ type ManifestError struct {
 	Path string
 	// Message says what is wrong, for the manifest's author.
 	Message string
+	// Line and Column locate the refusal in the document, both from 1
+	// (the column counts characters); 0 when it has no place in the text,
+	// as for the refusals of Validate, which reads a decoded manifest.
+	Line, Column int
+
+	offset int // the byte offset behind Line and Column, while decoding
 }
 
 func (e *ManifestError) Error() string {
-	if e.Path == "" {
-		return fmt.Sprintf("manifest: %s [%s]", e.Message, e.Rule)
+	return fmt.Sprintf("manifest: %s: %s [%s]", e.Where(), e.Message, e.Rule)
+}
+
+// Where says where the refusal is, for a person: the JSON path, the line
+// and column, both ("provides.routes[0] (line 3, column 14)") or, for the
+// whole document, "the manifest".
+func (e *ManifestError) Where() string {
+	switch {
+	case e.Line > 0 && e.Path != "":
+		return fmt.Sprintf("%s (line %d, column %d)", e.Path, e.Line, e.Column)
+	case e.Line > 0:
+		return fmt.Sprintf("line %d, column %d", e.Line, e.Column)
+	case e.Path != "":
+		return e.Path
 	}
-	return fmt.Sprintf("manifest: %s: %s [%s]", e.Path, e.Message, e.Rule)
+	return "the manifest"
 }
 
 // Newer reports whether the refusal means the manifest needs a newer build.
@@ -147,6 +165,7 @@ var manifestRules = []ManifestRule{
 	{"version.line", fmt.Sprintf("the version is set, one line of at most %d bytes", MaxVersionBytes)},
 	{"command.required", "the command is set"},
 	{"command.inside", "the command is open-conduit extension-run <name> or a program inside the extension directory"},
+	{RuleCommandSymlink, "the command's program, with every symbolic link on its path resolved, stays inside the extension directory (checked on the package's files)"},
 	{"names.identifier", "identifier-shaped names (types, handlers, executors, providers, tasks, work kinds, recurrences, pages) are the name or begin with name-"},
 	{"names.dotted", "dotted names (families, operations, toolsets) begin with name."},
 	{"names.form", "checks and probes are named by identifiers"},
@@ -167,7 +186,7 @@ var manifestRules = []ManifestRule{
 	{"entry_gated.requires", "entry_gated needs operations and an extension type"},
 	{"entry_named.type", "entry_named needs an extension type"},
 	{"toolsets.empty", "a toolset grants at least one operation"},
-	{"toolsets.operation", "a toolset's operations are declared by the manifest or builtin (os.…)"},
+	{"toolsets.operation", "a toolset's operations are declared by the manifest or are builtins (" + strings.Join(BuiltinOperations(), ", ") + ")"},
 	{"toolsets.operation-duplicate", "a toolset grants each operation once"},
 	{"toolsets.since", "a toolset operation's since is not negative"},
 	{"executors.toolbelt", "an executor's toolbelt label is none, cli, mcp or sdk"},
@@ -179,6 +198,7 @@ var manifestRules = []ManifestRule{
 	{"tunnels.type", "a tunnel type is the extension's name or begins with it"},
 	{"tasks.interval", "a task's interval is a duration of at least one second"},
 	{"playbooks.inside", "playbook directories stay inside the extension directory"},
+	{RulePlaybooksSymlink, "playbook directories, and every link inside them, resolved, stay inside the extension directory (checked on the package's files)"},
 	{"external_stores.connection", "an external store names a declared connection type"},
 	{"settings.field", "settings are distinct top-level field names"},
 	{"settings.type", "a setting's type is string, boolean, number or strings"},
@@ -341,6 +361,8 @@ func (v *validator) run() {
 			switch {
 			case granted[o.Name]:
 				v.fail("toolsets.operation-duplicate", oat+".name", "toolset %q grants %q twice", t.Name, o.Name)
+			case !operations[o.Name] && OwnsDotted("os", o.Name) && !IsBuiltinOperation(o.Name):
+				v.fail("toolsets.operation", oat+".name", "%q is no builtin: the builtins are %s", o.Name, strings.Join(BuiltinOperations(), ", "))
 			case !operations[o.Name] && !IsBuiltinOperation(o.Name):
 				v.fail("toolsets.operation", oat+".name", "%q is neither an operation of the manifest nor a builtin", o.Name)
 			}

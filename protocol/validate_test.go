@@ -3,6 +3,9 @@ package protocol_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -132,6 +135,14 @@ type rejection struct {
 	// Either doc, a whole manifest, or mutate, a change to fullManifest.
 	doc    string
 	mutate func(m *protocol.Manifest)
+	// files, when set, lays fullManifest (after mutate) out as a package
+	// on disk, read with LoadManifest: each entry is a path in the package
+	// and a file's text, or "-> target" for a symbolic link, where
+	// $OUTSIDE names a directory outside the package that holds the files
+	// demo and bin/demo.
+	files map[string]string
+	// pos, when set, is where a strict reader's refusal points: "line:column".
+	pos string
 }
 
 func deep(n int) (doc, path string) {
@@ -142,23 +153,27 @@ var depthDoc, depthPath = deep(protocol.MaxManifestDepth + 5)
 
 var rejections = []rejection{
 	// The strict reader.
-	{rule: "json.size", doc: strings.Repeat(" ", protocol.MaxManifestBytes) + minimalJSON},
-	{rule: "json.utf8", doc: `{"name":"de` + "\xff" + `mo"}`},
-	{rule: "json.syntax", path: "version", doc: `{"name":"demo","version":}`},
-	{rule: "json.syntax", name: "truncated", path: "provides.routes[0]", doc: `{"name":"demo","provides":{"routes":[{"handler":"demo"`},
-	{rule: "json.syntax", name: "NaN", path: "kv_version", doc: withMinimal(`"kv_version":NaN`)},
-	{rule: "json.trailing", doc: minimalJSON + `{}`},
-	{rule: "json.trailing", name: "garbage", doc: minimalJSON + ` x`},
+	{rule: "json.size", pos: "1:1048577", doc: strings.Repeat(" ", protocol.MaxManifestBytes) + minimalJSON},
+	{rule: "json.utf8", pos: "1:12", doc: `{"name":"de` + "\xff" + `mo"}`},
+	{rule: "json.syntax", path: "version", pos: "1:26", doc: `{"name":"demo","version":}`},
+	{rule: "json.syntax", name: "truncated", path: "provides.routes[0]", pos: "1:55", doc: `{"name":"demo","provides":{"routes":[{"handler":"demo"`},
+	{rule: "json.syntax", name: "NaN", path: "kv_version", pos: "1:91", doc: withMinimal(`"kv_version":NaN`)},
+	{rule: "json.trailing", pos: "1:78", doc: minimalJSON + `{}`},
+	{rule: "json.trailing", name: "next line", pos: "2:3", doc: minimalJSON + "\n  {}"},
+	{rule: "json.trailing", name: "garbage", pos: "1:79", doc: minimalJSON + ` x`},
 	{rule: "json.depth", path: depthPath, doc: depthDoc},
-	{rule: "json.duplicate-key", path: "name", doc: `{"name":"demo","name":"demo"}`},
+	{rule: "json.duplicate-key", path: "name", pos: "1:16", doc: `{"name":"demo","name":"demo"}`},
 	{rule: "json.duplicate-key", name: "nested", path: "provides.routes[0].handler", doc: `{"provides":{"routes":[{"handler":"demo","handler":"demo"}]}}`},
-	{rule: "json.number", path: "kv_version", doc: withMinimal(`"kv_version":1e400`)},
+	{rule: "json.number", path: "kv_version", pos: "1:91", doc: withMinimal(`"kv_version":1e400`)},
 	{rule: "json.number", name: "integer overflow", path: "kv_version", doc: withMinimal(`"kv_version":99999999999999999999`)},
 	{rule: "json.number", name: "in a schema", path: "provides.operations[0].input.maximum", doc: `{"provides":{"operations":[{"input":{"maximum":-1e999}}]}}`},
 	{rule: "json.type", path: "name", doc: `{"name":5}`},
+	{rule: "json.type", name: "on a later line", path: "name", pos: "3:11", doc: "{\n  \"version\": \"1\",\n  \"name\": 5\n}"},
+	{rule: "json.syntax", name: "byte order mark", pos: "1:1", doc: "\xef\xbb\xbf" + minimalJSON},
+	{rule: "json.utf8", name: "after a line", pos: "2:4", doc: "{\"name\":\n\"de\xffmo\"}"},
 	{rule: "json.type", name: "null", path: "version", doc: `{"version":null}`},
 	{rule: "json.type", name: "fraction", path: "kv_version", doc: withMinimal(`"kv_version":1.5`)},
-	{rule: "json.type", name: "not an object", doc: `["demo"]`},
+	{rule: "json.type", name: "not an object", pos: "1:1", doc: `["demo"]`},
 	{rule: "json.type", name: "label value", path: "provides.executors[0].labels.resume", doc: `{"provides":{"executors":[{"labels":{"resume":"yes"}}]}}`},
 	{rule: "newer.field", path: "provides.gadgets", doc: `{"name":"demo","provides":{"gadgets":[]}}`},
 	{rule: "newer.field", name: "case", path: "Name", doc: `{"Name":"demo"}`},
@@ -243,6 +258,7 @@ var rejections = []rejection{
 	}},
 	{rule: "toolsets.empty", path: "provides.toolsets[0].operations", mutate: func(m *protocol.Manifest) { m.Provides.Toolsets[0].Operations = nil }},
 	{rule: "toolsets.operation", path: "provides.toolsets[0].operations[1].name", mutate: func(m *protocol.Manifest) { m.Provides.Toolsets[0].Operations[1].Name = "demo.write" }},
+	{rule: "toolsets.operation", name: "unknown builtin", path: "provides.toolsets[0].operations[1].name", mutate: func(m *protocol.Manifest) { m.Provides.Toolsets[0].Operations[1].Name = "os.shell" }},
 	{rule: "toolsets.operation-duplicate", path: "provides.toolsets[0].operations[1].name", mutate: func(m *protocol.Manifest) { m.Provides.Toolsets[0].Operations[1].Name = "demo.read" }},
 	{rule: "toolsets.since", path: "provides.toolsets[0].operations[0].since", mutate: func(m *protocol.Manifest) { m.Provides.Toolsets[0].Operations[0].Since = -1 }},
 	{rule: "executors.toolbelt", path: "provides.executors[0].labels.toolbelt", mutate: func(m *protocol.Manifest) { m.Provides.Executors[0].Labels.Toolbelt = "grpc" }},
@@ -257,6 +273,16 @@ var rejections = []rejection{
 	{rule: "tasks.interval", path: "provides.tasks[0].interval", mutate: func(m *protocol.Manifest) { m.Provides.Tasks[0].Interval = "500ms" }},
 	{rule: "tasks.interval", name: "not a duration", path: "provides.tasks[0].interval", mutate: func(m *protocol.Manifest) { m.Provides.Tasks[0].Interval = "hourly" }},
 	{rule: "playbooks.inside", path: "provides.playbooks[0]", mutate: func(m *protocol.Manifest) { m.Provides.Playbooks = []string{"../shared"} }},
+
+	// Links out of the package, found only on disk.
+	{rule: "command.symlink", path: "command[0]", files: map[string]string{"bin/demo": "-> $OUTSIDE/demo"}},
+	{rule: "command.symlink", name: "directory on the path", path: "command[0]", files: map[string]string{"bin": "-> $OUTSIDE/bin"}},
+	{rule: "command.symlink", name: "dangling", path: "command[0]", files: map[string]string{"bin/demo": "-> $OUTSIDE/missing/demo"}},
+	{rule: "command.symlink", name: "relative", path: "command[0]", files: map[string]string{"bin": "-> .."},
+		mutate: func(m *protocol.Manifest) { m.Command = []string{"bin/real/demo"} }},
+	{rule: "command.symlink", name: "through a link loop", path: "command[0]", files: map[string]string{"bin": "-> loop", "loop": "-> bin"}},
+	{rule: "playbooks.symlink", path: "provides.playbooks[0]", files: map[string]string{"playbooks": "-> $OUTSIDE"}},
+	{rule: "playbooks.symlink", name: "entry inside", path: "provides.playbooks[0]", files: map[string]string{"playbooks/a.md": "# A", "playbooks/deep/keys": "-> $OUTSIDE/demo"}},
 	{rule: "external_stores.connection", path: "provides.external_stores[0].connection", mutate: func(m *protocol.Manifest) { m.Provides.ExternalStores[0].Connection = "warehouse" }},
 
 	// Settings, describe and fields.
@@ -324,6 +350,30 @@ var rejections = []rejection{
 	{rule: "schemas.versions", name: "zero", path: "provides.schemas[0].versions[0]", mutate: func(m *protocol.Manifest) { m.Provides.Schemas[0].Versions = []int{0, 1} }},
 }
 
+// layOut writes m into a new package directory with files (see
+// rejection.files) and returns the directory.
+func layOut(t *testing.T, m *protocol.Manifest, files map[string]string) string {
+	t.Helper()
+	dir, outside := t.TempDir(), t.TempDir()
+	for _, name := range []string{"demo", "bin/demo"} {
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(outside, name)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(outside, name), []byte("#!/bin/sh\n"), 0o755))
+	}
+	for name, text := range files {
+		path := filepath.Join(dir, filepath.FromSlash(name))
+		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+		if target, ok := strings.CutPrefix(text, "-> "); ok {
+			require.NoError(t, os.Symlink(strings.ReplaceAll(target, "$OUTSIDE", outside), path))
+			continue
+		}
+		require.NoError(t, os.WriteFile(path, []byte(text), 0o755))
+	}
+	data, err := json.Marshal(m)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, protocol.ManifestFile), data, 0o644))
+	return dir
+}
+
 func withoutPermission(perms []string, p string) []string {
 	return slices.DeleteFunc(slices.Clone(perms), func(x string) bool { return x == p })
 }
@@ -340,7 +390,15 @@ func TestManifestRejections(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			var errs []error
-			if c.mutate == nil {
+			if c.files != nil {
+				m := fullManifest()
+				if c.mutate != nil {
+					c.mutate(m)
+				}
+				require.NoError(t, m.Validate(), "the manifest alone is valid: only its package breaks the rule")
+				_, err := protocol.LoadManifest(layOut(t, m, c.files))
+				errs = append(errs, err)
+			} else if c.mutate == nil {
 				_, err := protocol.ParseManifest([]byte(c.doc))
 				errs = append(errs, err)
 			} else {
@@ -365,6 +423,9 @@ func TestManifestRejections(t *testing.T) {
 				assert.Equal(t, !newer, errors.Is(err, protocol.ErrInvalidManifest))
 				assert.Equal(t, !newer, errors.Is(err, protocol.ErrInvalid))
 				assert.Contains(t, err.Error(), c.rule)
+				if c.pos != "" {
+					assert.Equal(t, c.pos, fmt.Sprintf("%d:%d", got[0].Line, got[0].Column), "%v", err)
+				}
 			}
 		})
 	}
@@ -399,9 +460,38 @@ func TestValidateReportsEveryRefusal(t *testing.T) {
 	assert.Equal(t, []string{"version.line", "kv_version.negative", "operations.commit"}, rules)
 }
 
+// TestPackageLinksInsideAreFine: links that stay in the package, and a
+// package directory reached through a link, pass CheckPackage, as does a
+// command that does not exist yet. The symlink rejections are the other half.
+func TestPackageLinksInsideAreFine(t *testing.T) {
+	m := fullManifest()
+	dir := layOut(t, m, map[string]string{
+		"real/demo":           "#!/bin/sh\n",
+		"bin":                 "-> real",
+		"docs/playbooks/a.md": "# A",
+		"playbooks":           "-> docs/playbooks",
+		"docs/playbooks/b.md": "-> a.md",
+		"docs/playbooks/up":   "-> ../../real",
+	})
+	got, err := protocol.LoadManifest(dir)
+	require.NoError(t, err)
+	assert.Equal(t, "demo", got.Name)
+
+	link := filepath.Join(t.TempDir(), "demo")
+	require.NoError(t, os.Symlink(dir, link))
+	_, err = protocol.LoadManifest(link)
+	assert.NoError(t, err, "the package directory itself may be a link")
+
+	require.NoError(t, os.RemoveAll(filepath.Join(dir, "real")))
+	assert.NoError(t, protocol.CheckPackage(dir, m), "a dangling link inside the package leaves nothing")
+	assert.NoError(t, protocol.CheckPackage(t.TempDir(), m), "nothing on disk yet")
+}
+
 func TestBuiltinOperations(t *testing.T) {
+	assert.Equal(t, []string{"os.wait"}, protocol.BuiltinOperations())
 	assert.True(t, protocol.IsBuiltinOperation("os.wait"))
 	assert.False(t, protocol.IsBuiltinOperation("os"))
+	assert.False(t, protocol.IsBuiltinOperation("os.shell"), "a name under os is no builtin unless it exists")
 	assert.False(t, protocol.IsBuiltinOperation("demo.wait"))
 	m := minimalManifest()
 	m.Name = "os"

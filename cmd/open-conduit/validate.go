@@ -23,9 +23,13 @@ type validateReport struct {
 	Enables  []string          `json:"enables,omitempty"`
 }
 
+// validateProblem is one refusal: its rule, the JSON path of the value, and
+// for a refusal of the JSON itself the line and column (from 1) where it is.
 type validateProblem struct {
 	Rule    string `json:"rule,omitempty"`
 	Path    string `json:"path,omitempty"`
+	Line    int    `json:"line,omitempty"`
+	Column  int    `json:"column,omitempty"`
 	Message string `json:"message"`
 }
 
@@ -55,20 +59,27 @@ func validateCommand(args []string, stdout, stderr io.Writer) int {
 }
 
 // validateManifest reads PATH (a directory or a manifest file), parses it
-// strictly and validates it.
+// strictly and validates it, then checks the files it names in its
+// package directory (the file's directory), as discovery does.
 func validateManifest(path string) validateReport {
 	report := validateReport{Path: path}
 	if info, err := os.Stat(path); err == nil && info.IsDir() {
 		path = filepath.Join(path, protocol.ManifestFile)
 	}
-	data, err := os.ReadFile(path)
-	if err != nil {
+	data, err := protocol.ReadManifestFile(path)
+	if err != nil && len(protocol.ManifestErrors(err)) == 0 {
 		report.Problems = []validateProblem{{Message: err.Error()}}
 		return report
 	}
-	m, err := protocol.DecodeManifest(data)
+	var m *protocol.Manifest
+	if err == nil {
+		m, err = protocol.DecodeManifest(data)
+	}
 	if err == nil {
 		err = m.Validate()
+	}
+	if err == nil {
+		err = protocol.CheckPackage(filepath.Dir(path), m)
 	}
 	if m != nil {
 		report.Name, report.Version = m.Name, m.Version
@@ -92,7 +103,7 @@ func validateManifest(path string) validateReport {
 func problemsOf(err error) []validateProblem {
 	var out []validateProblem
 	for _, me := range protocol.ManifestErrors(err) {
-		out = append(out, validateProblem{Rule: me.Rule, Path: me.Path, Message: me.Message})
+		out = append(out, validateProblem{Rule: me.Rule, Path: me.Path, Line: me.Line, Column: me.Column, Message: me.Message})
 	}
 	if len(out) == 0 {
 		out = []validateProblem{{Message: err.Error()}}
@@ -116,7 +127,8 @@ func printValidateReport(w io.Writer, r validateReport) {
 	for _, p := range r.Problems {
 		switch {
 		case p.Rule != "":
-			fmt.Fprintf(w, "  %s at %s: %s\n", p.Rule, p.Path, p.Message)
+			where := (&protocol.ManifestError{Path: p.Path, Line: p.Line, Column: p.Column}).Where()
+			fmt.Fprintf(w, "  %s at %s: %s\n", p.Rule, where, p.Message)
 		default:
 			fmt.Fprintf(w, "  %s\n", p.Message)
 		}
