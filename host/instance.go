@@ -24,6 +24,9 @@ type instance struct {
 	stderr    *os.File
 	startedAt time.Time
 
+	// gate refuses the process's calls until its handshake succeeded.
+	gate handshakeGate
+
 	exited     chan struct{} // closed once the child is reaped
 	stderrDone chan struct{} // closed at the end of its stderr
 	ended      chan struct{} // closed when the process exits or the connection breaks
@@ -100,7 +103,7 @@ func (p *Process) launch() (*instance, error) {
 	}()
 	var handler jsonrpc.Handler
 	if p.cfg.Service != nil {
-		handler = p.cfg.Service.Handler()
+		handler = inst.gate.guard(p.name, p.cfg.Service.Handler())
 	}
 	var connR io.ReadCloser = outR
 	var connW io.WriteCloser = inW

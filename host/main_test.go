@@ -43,6 +43,7 @@ func TestMain(m *testing.M) {
 //	detach          starts a grandchild in its own session holding stderr
 //	stderr-flood    writes 2 MiB to stderr before it serves
 //	fail-start      exits before it answers initialize
+//	early-calls     calls the host before it answers initialize (see callBeforeAnswering)
 func runChild(mode string) {
 	if mode == "sdk" || mode == "sdk-runner" {
 		raw, err := os.ReadFile(protocol.ManifestFile)
@@ -89,6 +90,11 @@ func runChild(mode string) {
 			raw, err := os.ReadFile(protocol.ManifestFile)
 			if err != nil {
 				return nil, err
+			}
+			if mode == "early-calls" {
+				if err := callBeforeAnswering(ctx, conn, raw); err != nil {
+					return nil, err
+				}
 			}
 			if n, ok := strings.CutPrefix(mode, "rendezvous-"); ok {
 				if err := rendezvous(n); err != nil {
@@ -192,6 +198,47 @@ func runChild(mode string) {
 	if mode == "ignore-sigterm" {
 		select {}
 	}
+}
+
+// earlyCalls are the calls callBeforeAnswering makes, each of which would
+// succeed after the handshake: a commit to the extension's own namespace,
+// reads of it, of the state and of the log.
+func earlyCalls(name string) []struct {
+	Method string
+	Params any
+} {
+	return []struct {
+		Method string
+		Params any
+	}{
+		{"kv.commit", protocol.KVCommitParams{Puts: []protocol.KVPut{{Namespace: name, Key: "early", Value: json.RawMessage(`1`)}}}},
+		{"kv.get", protocol.KVGetParams{Namespace: name, Key: "early"}},
+		{"kv.list", protocol.KVListParams{Namespace: name}},
+		{"state.scopes", protocol.Empty{}},
+		{"state.sequence", protocol.Empty{}},
+	}
+}
+
+// callBeforeAnswering makes earlyCalls while the host waits for the
+// initialize answer, each awaited, and writes the code each got to
+// early.json ("" for a call the host served). It also sends a kv.commit
+// as a notification, which must not be applied either.
+func callBeforeAnswering(ctx context.Context, conn *jsonrpc.Conn, manifest []byte) error {
+	var m struct{ Name string }
+	if err := json.Unmarshal(manifest, &m); err != nil {
+		return err
+	}
+	conn.Notify(ctx, "kv.commit", protocol.KVCommitParams{Puts: []protocol.KVPut{{Namespace: m.Name, Key: "notified", Value: json.RawMessage(`1`)}}})
+	codes := map[string]string{}
+	for _, c := range earlyCalls(m.Name) {
+		if err := conn.Call(ctx, c.Method, c.Params, nil); err != nil {
+			codes[c.Method] = string(protocol.CodeOf(err))
+		} else {
+			codes[c.Method] = ""
+		}
+	}
+	raw, _ := json.Marshal(codes)
+	return os.WriteFile("early.json", raw, 0o600)
 }
 
 // rendezvous announces this child beside its siblings (the packages share

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -527,7 +528,40 @@ func (p *Process) initialize(ctx context.Context, inst *instance) (protocol.Vers
 	if !reflect.DeepEqual(got, m) {
 		return 0, p.refuse(errors.New("the manifest initialize returned differs from " + protocol.ManifestFile))
 	}
+	// The process is the package the host started: from here on its calls
+	// are served (configure may already read and migrate its KV).
+	inst.gate.open.Store(true)
 	return res.ProtocolVersion, nil
+}
+
+// handshakeGate keeps the host service shut to one process until its
+// handshake has succeeded: the initialize answer read, its protocol
+// version and manifest checked. Until then the process has no identity
+// the host has confirmed, so every extension-to-host request it sends is
+// refused with unauthorized (not method_not_found, which would say the
+// host lacks the method; not overloaded or shutting_down, which invite a
+// retry) and nothing it asks is applied; notifications are dropped. A
+// request is judged when its handler starts: one the process sent before
+// its initialize answer is refused unless the host has already confirmed
+// the manifest by then, so nothing is ever served before the check. The
+// first sign an extension gets that the gate is open is configure. Each
+// process of a package (each restart) starts with the gate shut.
+type handshakeGate struct {
+	open atomic.Bool
+}
+
+// guard wraps the service's handler for the process of the package name.
+func (g *handshakeGate) guard(name string, inner jsonrpc.Handler) jsonrpc.Handler {
+	return jsonrpc.HandlerFunc(func(ctx context.Context, req *jsonrpc.Request) (any, error) {
+		if !g.open.Load() {
+			if req.Notification {
+				return nil, nil
+			}
+			return nil, protocol.Errorf(protocol.CodeUnauthorized,
+				"%s before the handshake: the host serves %s only after it has checked the initialize answer", req.Method, name)
+		}
+		return inner.Handle(ctx, req)
+	})
 }
 
 func (p *Process) configure(ctx context.Context, inst *instance, params protocol.ConfigureParams) error {

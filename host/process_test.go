@@ -18,6 +18,7 @@ import (
 	"github.com/open-conduit/open-conduit/host"
 	"github.com/open-conduit/open-conduit/protocol"
 	"github.com/open-conduit/open-conduit/protocol/jsonrpc"
+	"github.com/open-conduit/open-conduit/runtime"
 )
 
 func TestEnvironmentIsTheBaselinePlusGrants(t *testing.T) {
@@ -340,4 +341,45 @@ func TestReconfigureWithoutRestart(t *testing.T) {
 	raw, err := os.ReadFile(filepath.Join(f.root, "recon", "configured.json"))
 	require.NoError(t, err)
 	assert.Contains(t, string(raw), `"s2"`)
+}
+
+// TestNothingServedBeforeInitialize: a process that calls the host while
+// the host waits for its initialize answer (kv.commit, KV and state reads,
+// each awaited before it answers) gets unauthorized for every one, and
+// nothing it sent is applied, not even a kv.commit notification. Once the
+// handshake has succeeded the same commit is served.
+func TestNothingServedBeforeInitialize(t *testing.T) {
+	f := newFixture(t)
+	p, _ := f.process("early", manifestJSON("early", "early-calls", nil, nil))
+	require.NoError(t, p.Start(ctxT(t)))
+
+	raw, err := os.ReadFile(filepath.Join(f.root, "early", "early.json"))
+	require.NoError(t, err, "the child recorded no answers to its early calls")
+	var codes map[string]string
+	require.NoError(t, json.Unmarshal(raw, &codes))
+	want := map[string]string{}
+	for _, c := range earlyCalls("early") {
+		want[c.Method] = string(protocol.CodeUnauthorized)
+	}
+	assert.Equal(t, want, codes, "the code each call before the initialize answer got")
+	assert.Empty(t, kvEntries(t, f.store, "early"), "a call before the handshake was applied")
+
+	// The gate is open now: the same commit is applied.
+	require.NoError(t, p.Call(ctxT(t), "test.call", map[string]any{"method": "kv.commit",
+		"params": protocol.KVCommitParams{Puts: []protocol.KVPut{{Namespace: "early", Key: "late", Value: json.RawMessage(`1`)}}}}, nil))
+	assert.Equal(t, []string{"late"}, kvEntries(t, f.store, "early"))
+}
+
+// kvEntries lists the keys the store holds in namespace ns.
+func kvEntries(t *testing.T, st runtime.Store, ns string) []string {
+	t.Helper()
+	var keys []string
+	require.NoError(t, st.View(ctxT(t), func(tx runtime.ReadTx) error {
+		es, err := tx.KVList(ns, "", "", runtime.MaxPageLimit)
+		for _, e := range es {
+			keys = append(keys, e.Key)
+		}
+		return err
+	}))
+	return keys
 }
