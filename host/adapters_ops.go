@@ -18,13 +18,11 @@ import (
 // with an in-transaction emit.commit when declared with commit.
 func (r *Remote) Operations() map[string]runtime.OperationSpec {
 	m := r.conn.Manifest()
-	owner := runtime.Emitter{Name: m.Name}
-	for f := range declaredFamilies(m) {
-		owner.Families = append(owner.Families, f)
-	}
+	var scopes []string
 	if svc := r.conn.Service(); svc != nil {
-		owner.Scopes = svc.Scopes()
+		scopes = svc.Scopes()
 	}
+	owner := emitterOf(m, scopes)
 	out := map[string]runtime.OperationSpec{}
 	for _, o := range m.Provides.Operations {
 		spec := runtime.OperationSpec{Owner: owner}

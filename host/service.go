@@ -436,6 +436,22 @@ func (s *Service) checkDraft(g generation, e protocol.Emission) error {
 	return nil
 }
 
+// namedWorks checks every Work a draft names (its works) against the rule
+// of state.work: a Work of one of the extension's configured scopes, or of
+// one of its own kinds anywhere. A Work outside it is refused exactly as a
+// Work that does not exist (not_found, the same message), so a draft is
+// never an existence oracle and never files an Event under Work the
+// extension may not see. kv.commit emissions, event.accept and
+// ingress.deliver all check here, inside the transaction that accepts.
+func (s *Service) namedWorks(tx runtime.ReadTx, g generation, works []string) error {
+	for _, id := range works {
+		if _, err := s.visibleWork(tx, g, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // accept accepts one checked Emission in tx: a derived one's parent must be
 // an accepted Event of the same, configured scope; over the chain's depth
 // bound it is refused alone (ErrCausalLimit, nothing written).
@@ -444,6 +460,9 @@ func (s *Service) accept(tx runtime.Tx, g generation, e protocol.Emission) (runt
 		ID: protocol.EmittedEventID(e.Source, e.DeliveryID), Source: e.Source, DeliveryID: e.DeliveryID,
 		ScopeID: e.ScopeID, Family: e.Family, Type: e.Type, Schema: e.Schema, Payload: e.Payload,
 		Parent: e.Parent, Works: e.Works, OccurredAt: e.OccurredAt,
+	}
+	if err := s.namedWorks(tx, g, e.Works); err != nil {
+		return runtime.Event{}, false, err
 	}
 	if e.Parent != "" {
 		parent, err := tx.Event(e.Parent)
@@ -574,11 +593,21 @@ func (s *Service) Scopes() []string {
 
 // emitter is the extension's emission authority for the engine.
 func (s *Service) emitter() runtime.Emitter {
-	em := runtime.Emitter{Name: s.name, Scopes: s.Scopes()}
-	for f := range declaredFamilies(s.cfg.Manifest) {
+	return emitterOf(s.cfg.Manifest, s.Scopes())
+}
+
+// emitterOf is the emission authority of the extension m configured in
+// scopes: its families, and its own Work kinds for the Work an Emission
+// may name.
+func emitterOf(m *protocol.Manifest, scopes []string) runtime.Emitter {
+	em := runtime.Emitter{Name: m.Name, Scopes: scopes}
+	for f := range declaredFamilies(m) {
 		em.Families = append(em.Families, f)
 	}
 	slices.Sort(em.Families)
+	for _, k := range m.Provides.WorkKinds {
+		em.Kinds = append(em.Kinds, k.Name)
+	}
 	return em
 }
 
@@ -589,6 +618,9 @@ func (s *Service) kvCommitEngine(ctx context.Context, st runtime.Store, g genera
 	rems := make([]runtime.Emission, len(ems))
 	err := st.View(ctx, func(tx runtime.ReadTx) error {
 		for i, e := range ems {
+			if err := s.namedWorks(tx, g, e.Works); err != nil {
+				return fmt.Errorf("emission %d: %w", i, err)
+			}
 			scope := e.ScopeID
 			if e.Parent != "" {
 				parent, err := tx.Event(e.Parent)

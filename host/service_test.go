@@ -320,3 +320,88 @@ func TestServedMethodsAreExtensionToHost(t *testing.T) {
 		}
 	}
 }
+
+// TestFaultForeignWorkInWorks: an Event of the extension's own scope that
+// names (works) a Work it may not see, one of another scope and kind, is
+// refused on every path that accepts a draft (kv.commit emissions,
+// event.accept, ingress.deliver) with exactly the answer a Work that does
+// not exist gets, and nothing of the call applies. A Work it may see (one
+// of its scopes, or of its own kind anywhere, as state.work) may be named.
+func TestFaultForeignWorkInWorks(t *testing.T) {
+	bothWays(t, func(t *testing.T, c *serviceCase) {
+		ctx := ctxT(t)
+		require.NoError(t, c.store.Transact(ctx, func(tx runtime.Tx) error {
+			_, err := tx.PutWork(runtime.Work{ID: "w-in-s1", ScopeID: "s1", Kind: "theirs", State: runtime.WorkPending})
+			return err
+		}))
+		var root protocol.KVCommitResult
+		require.NoError(t, c.mine.Call(ctx, "kv.commit", protocol.KVCommitParams{Emissions: []protocol.Emission{{
+			Source: "mine/in", DeliveryID: "root", ScopeID: "s1", Family: "mine.note", Schema: "mine.note.v1",
+			Payload: json.RawMessage(`{}`)}}}, &root))
+		require.Len(t, root.Accepted, 1)
+		require.NotNil(t, root.Accepted[0].Event)
+		parent := root.Accepted[0].Event.ID
+
+		paths := map[string]func(delivery string, works []string) error{
+			"kv.commit": func(delivery string, works []string) error {
+				return c.mine.Call(ctx, "kv.commit", protocol.KVCommitParams{
+					Puts: []protocol.KVPut{{Namespace: "mine", Key: delivery, Value: json.RawMessage(`1`)}},
+					Emissions: []protocol.Emission{{Source: "mine/in", DeliveryID: delivery, ScopeID: "s1", Family: "mine.note",
+						Schema: "mine.note.v1", Payload: json.RawMessage(`{}`), Works: works}}}, nil)
+			},
+			"event.accept": func(delivery string, works []string) error {
+				return c.mine.Call(ctx, "event.accept", protocol.EventAcceptParams{Source: "mine/in", DeliveryID: delivery,
+					Family: "mine.note", Schema: "mine.note.v1", Payload: json.RawMessage(`{}`), Parent: parent, Works: works,
+					Puts: []protocol.KVPut{{Namespace: "mine", Key: delivery, Value: json.RawMessage(`1`)}}}, nil)
+			},
+			"ingress.deliver": func(delivery string, works []string) error {
+				return c.mine.Call(ctx, "ingress.deliver", protocol.IngressDeliverParams{Source: "mine/in",
+					Events: []protocol.EventDraft{
+						{DeliveryID: delivery + "-good", Family: "mine.note", Schema: "mine.note.v1", Payload: json.RawMessage(`{}`)},
+						{DeliveryID: delivery, Family: "mine.note", Schema: "mine.note.v1", Payload: json.RawMessage(`{}`), Works: works}}}, nil)
+			},
+		}
+		for method, call := range paths {
+			answers := map[string]string{}
+			for _, work := range []string{c.foreignWork, "w-nowhere"} {
+				delivery := method + "-" + work
+				err := call(delivery, []string{"w-in-s1", work})
+				require.ErrorIs(t, err, protocol.ErrNotFound, "%s naming %s", method, work)
+				answers[work] = strings.ReplaceAll(err.Error(), work, "ID")
+				assert.Empty(t, kvEntriesWith(t, c.store, "mine", delivery), "%s naming %s applied its put", method, work)
+				for _, d := range []string{delivery, delivery + "-good"} {
+					assert.False(t, accepted(t, c.store, "mine/in", d), "%s naming %s accepted %s", method, work, d)
+				}
+			}
+			assert.Equal(t, answers["w-nowhere"], answers[c.foreignWork], "%s: a foreign Work answers as a missing one", method)
+			require.NoError(t, call(method+"-visible", []string{"w-in-s1", c.ownKindWork}), "%s naming Work it may see", method)
+			assert.True(t, accepted(t, c.store, "mine/in", method+"-visible"))
+		}
+	})
+}
+
+// kvEntriesWith lists the keys of namespace ns equal to key.
+func kvEntriesWith(t *testing.T, st runtime.Store, ns, key string) []string {
+	var out []string
+	for _, k := range kvEntries(t, st, ns) {
+		if k == key {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// accepted reports whether the store holds the Event source/delivery.
+func accepted(t *testing.T, st runtime.Store, source, delivery string) bool {
+	t.Helper()
+	found := false
+	require.NoError(t, st.View(ctxT(t), func(tx runtime.ReadTx) error {
+		_, err := tx.EventByDelivery(source, delivery)
+		if errors.Is(err, runtime.ErrNotFound) {
+			return nil
+		}
+		found = err == nil
+		return err
+	}))
+	return found
+}

@@ -234,6 +234,9 @@ func (s *Service) ingressDeliver(ctx context.Context, p protocol.IngressDeliverP
 	err = st.Transact(ctx, func(tx runtime.Tx) error {
 		out.Accepted = out.Accepted[:0]
 		for i, e := range ems {
+			if err := s.namedWorks(tx, g, e.Works); err != nil {
+				return fmt.Errorf("event %d: %w", i, err)
+			}
 			ev, added, err := tx.AcceptEvent(runtime.Envelope{Source: e.Source, DeliveryID: e.DeliveryID,
 				ScopeID: e.ScopeID, Family: e.Family, Type: e.Type, Schema: e.Schema, Payload: e.Payload,
 				Works: e.Works, OccurredAt: e.OccurredAt})

@@ -188,6 +188,9 @@ func (e *Engine) checkEmission(r ReadTx, em Emitter, m Emission) (Envelope, erro
 	if _, err := ValidateEnvelope(env); err != nil {
 		return Envelope{}, err
 	}
+	if err := em.checkWorks(r, m.Works); err != nil {
+		return Envelope{}, err
+	}
 	if m.Parent != "" {
 		p, err := r.Event(m.Parent)
 		if isNotFound(err) {
@@ -201,6 +204,28 @@ func (e *Engine) checkEmission(r ReadTx, em Emitter, m Emission) (Envelope, erro
 		}
 	}
 	return env, nil
+}
+
+// MaySee reports whether the emitter may name w in an Emission's works: w
+// is in one of its scopes or of one of its kinds.
+func (em Emitter) MaySee(w Work) bool {
+	return slices.Contains(em.Scopes, w.ScopeID) || slices.Contains(em.Kinds, w.Kind)
+}
+
+// checkWorks refuses works naming a Work the emitter may not see, with
+// the answer of a Work that does not exist, so an Emission is never an
+// existence oracle.
+func (em Emitter) checkWorks(r ReadTx, works []string) error {
+	for _, id := range works {
+		w, err := r.Work(id)
+		if err != nil && !isNotFound(err) {
+			return err
+		}
+		if err != nil || !em.MaySee(w) {
+			return fmt.Errorf("%w: work %q", ErrNotFound, id)
+		}
+	}
+	return nil
 }
 
 // acceptCausal accepts env unless it breaks its chain's limits; then it

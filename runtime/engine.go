@@ -62,6 +62,10 @@ type Emitter struct {
 	Families []string
 	// Scopes are the scopes configured to use it.
 	Scopes []string
+	// Kinds are its own Work kinds. An Emission may name (works) a Work of
+	// one of Scopes or of one of Kinds, as the extension's state reads
+	// see; any other is refused as a Work that does not exist.
+	Kinds []string
 }
 
 // OperationSpec registers a toolbelt operation.

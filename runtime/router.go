@@ -147,7 +147,10 @@ const RouteBatch = 64
 
 // snapshot is what a routing decision was made on.
 type snapshot struct {
-	work *Work // the Work the Event names, if any
+	// work is the first Work the Event names (works) that is in the
+	// Event's own scope, if any. A Work of another scope is never offered
+	// to a handler, whatever the Event names or the store links.
+	work *Work
 }
 
 // decision is one Event's routing verdict, to apply.
@@ -177,14 +180,19 @@ func (e *Engine) takeSnapshot(ctx context.Context, ev Event) (snapshot, error) {
 		return snap, nil
 	}
 	err := e.store.View(ctx, func(r ReadTx) error {
-		w, err := r.Work(ev.Works[0])
-		if isNotFound(err) {
-			return nil
+		for _, id := range ev.Works {
+			w, err := r.Work(id)
+			if isNotFound(err) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if w.ScopeID == ev.ScopeID {
+				snap.work = &w
+				return nil
+			}
 		}
-		if err != nil {
-			return err
-		}
-		snap.work = &w
 		return nil
 	})
 	return snap, err
@@ -285,6 +293,13 @@ func (e *Engine) applyMatch(tx Tx, ev Event, snap snapshot, route Route, dec Rou
 			if woken[w.ID] {
 				continue
 			}
+			// Only a Wait of the Event's own scope: an Event never wakes,
+			// and so never attaches to, Work of another scope.
+			if inScope, err := workInScope(tx, w.WorkID, ev.ScopeID); err != nil {
+				return err
+			} else if !inScope {
+				continue
+			}
 			if f := e.conf().filters[w.Owner]; f != nil {
 				ok, err := f.Matches(w, ev)
 				if err != nil || !ok {
@@ -358,6 +373,15 @@ func (e *Engine) applyMatch(tx Tx, ev Event, snap snapshot, route Route, dec Rou
 	}
 	rec.Disposition, rec.WorkID = DispositionCreated, w.ID
 	return tx.LinkEventWork(ev.ID, w.ID)
+}
+
+// workInScope reports whether the Work id exists in scope scopeID.
+func workInScope(r ReadTx, id, scopeID string) (bool, error) {
+	w, err := r.Work(id)
+	if isNotFound(err) {
+		return false, nil
+	}
+	return err == nil && w.ScopeID == scopeID, err
 }
 
 // openWorkByKeys finds the open (not terminal) Work of the scope holding

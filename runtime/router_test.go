@@ -257,3 +257,59 @@ func TestRoutingBatchDecidesStaleEventAgain(t *testing.T) {
 		assert.Equal(t, workID, rec.WorkID)
 	}
 }
+
+// TestRoutingNeverOffersAForeignWork: an Event of s1 that names (works) a
+// Work of another scope, filed under it by the store and holding the key a
+// Wait of that Work waits on, is routed as if it named nothing: the
+// handler is offered no Work (neither in routing nor in a trace), the
+// foreign Work's Wait is not woken and the Event is not attached to it. A
+// Work of its own scope that it names is offered.
+func TestRoutingNeverOffersAForeignWork(t *testing.T) {
+	var offered []*runtime.Work
+	kh := &keyedHandler{before: func(in runtime.RouteInput) { offered = append(offered, in.Work) }}
+	h := routingHarness(t, kh)
+	ctx := context.Background()
+	foreign := runtime.Work{ID: "wk-foreign", ScopeID: "elsewhere", Kind: "task", State: runtime.WorkWaiting,
+		CorrelationKeys: []string{"k1"}, Display: json.RawMessage(`{"title":"not yours"}`)}
+	own := runtime.Work{ID: "wk-own", ScopeID: "s1", Kind: "task", State: runtime.WorkPending}
+	var wait runtime.Wait
+	require.NoError(t, h.store.Transact(ctx, func(tx runtime.Tx) error {
+		for _, w := range []runtime.Work{foreign, own} {
+			if _, err := tx.PutWork(w); err != nil {
+				return err
+			}
+		}
+		var err error
+		wait, err = tx.PutWait(runtime.Wait{ID: "wt-foreign", WorkID: foreign.ID, Keys: []string{"k1"}, Owner: "x", State: runtime.WaitActive})
+		return err
+	}))
+
+	naming := testEnvelope("src", "1", "s1", payload{Match: true, Key: "k1"})
+	naming.Works = []string{foreign.ID}
+	evs := accept(t, h, naming)
+	routeAll(t, h)
+
+	require.Len(t, offered, 1)
+	assert.Nil(t, offered[0], "the handler was offered the Work of another scope")
+	rec := record(t, h, evs[0].ID)
+	assert.Equal(t, runtime.DispositionCreated, rec.Disposition)
+	assert.NotEqual(t, foreign.ID, rec.WorkID)
+	assert.Empty(t, rec.Woke, "the Event woke a Wait of another scope")
+	assert.Equal(t, runtime.WorkWaiting, h.work(t, foreign.ID).State)
+	h.view(t, func(r runtime.ReadTx) error {
+		ws, err := r.Waits(foreign.ID)
+		require.NoError(t, err)
+		require.Len(t, ws, 1)
+		assert.Equal(t, runtime.WaitActive, ws[0].State, "wait %s", wait.ID)
+		return nil
+	})
+
+	offered = nil
+	trace := testEnvelope("src", "t", "s1", payload{Match: true})
+	trace.Works = []string{foreign.ID, own.ID}
+	_, err := h.engine.RouteTrace(ctx, "s1", runtime.Event{Envelope: trace})
+	require.NoError(t, err)
+	require.Len(t, offered, 1)
+	require.NotNil(t, offered[0], "the Event's own-scope Work was not offered")
+	assert.Equal(t, own.ID, offered[0].ID)
+}

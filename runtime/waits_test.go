@@ -328,3 +328,50 @@ func TestCausalLimitsRefuseAlone(t *testing.T) {
 	assert.Contains(t, strings.Join(reasons, "|"), "depth 3")
 	assert.Contains(t, strings.Join(reasons, "|"), "this minute")
 }
+
+// TestEmitNamesOnlyWorkTheEmitterSees: an Emission may name (works) a Work
+// of one of the emitter's scopes or of one of its kinds; one of another
+// scope and kind is refused exactly as a Work that does not exist, and the
+// batch applies nothing.
+func TestEmitNamesOnlyWorkTheEmitterSees(t *testing.T) {
+	ctx := context.Background()
+	h := emitHarness(t, runtime.CausalLimits{})
+	em := notes
+	em.Kinds = []string{"notes-review"}
+	require.NoError(t, h.store.Transact(ctx, func(tx runtime.Tx) error {
+		for _, w := range []runtime.Work{
+			{ID: "wk-scope", ScopeID: "s1", Kind: "other", State: runtime.WorkPending},
+			{ID: "wk-kind", ScopeID: "s9", Kind: "notes-review", State: runtime.WorkPending},
+			{ID: "wk-foreign", ScopeID: "s9", Kind: "other", State: runtime.WorkPending},
+		} {
+			if _, err := tx.PutWork(w); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	naming := func(delivery string, works ...string) runtime.Emission {
+		e := emission(delivery, "")
+		e.Works = works
+		return e
+	}
+	out, err := h.engine.Emit(ctx, em, runtime.KVBatch{}, []runtime.Emission{naming("own", "wk-scope", "wk-kind")})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"wk-kind", "wk-scope"}, out[0].Event.Works)
+
+	put := runtime.KVBatch{Puts: []runtime.KVPut{{Namespace: "notes", Key: "k", Value: []byte("v")}}}
+	answers := map[string]string{}
+	for _, id := range []string{"wk-foreign", "wk-missing"} {
+		before := h.latest(t)
+		_, err := h.engine.Emit(ctx, em, put, []runtime.Emission{emission("good-"+id, ""), naming("bad-"+id, "wk-scope", id)})
+		require.ErrorIs(t, err, runtime.ErrNotFound, id)
+		answers[id] = strings.ReplaceAll(err.Error(), id, "ID")
+		assert.Equal(t, before, h.latest(t), "not even the good emission")
+	}
+	assert.Equal(t, answers["wk-missing"], answers["wk-foreign"], "a foreign Work answers as a missing one")
+	h.view(t, func(r runtime.ReadTx) error {
+		_, found, err := r.KVGet("notes", "k")
+		assert.False(t, found)
+		return err
+	})
+}
