@@ -225,6 +225,14 @@ type Wait struct {
 	CreatedAt   time.Time `json:"created_at,omitzero"`
 }
 
+// WaitQuery selects a page of active Waits.
+type WaitQuery struct {
+	Scope string
+	// After is the Work ID cursor.
+	After string
+	Limit int
+}
+
 // WaitList is GET /v1/waits?scope=&after=&limit=: the active Waits, by
 // the ID of their Work.
 type WaitList struct {
@@ -338,6 +346,13 @@ const (
 	ChangeEvent = "event" // an Event was accepted
 	ChangeWork  = "work"  // a Work was created or changed state or revision
 )
+
+// ChangeQuery selects the change stream: the changes after After (0:
+// from the first), of one scope if Scope is set.
+type ChangeQuery struct {
+	After int64
+	Scope string
+}
 
 // Change is one entry of the change stream (GET /v1/changes?after=SEQ,
 // server-sent events whose id is Seq). Changes come in Seq order; a

@@ -1,0 +1,187 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/open-conduit/open-conduit/client"
+	"github.com/open-conduit/open-conduit/runtime"
+)
+
+// changeNotifier wakes whoever waits for the store's next commit. It is a
+// broadcast without loss: a waiter takes Changed() before it reads, so a
+// commit between its read and its wait still wakes it.
+type changeNotifier struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+// Changed returns a channel closed at the next notify after the call.
+func (n *changeNotifier) Changed() <-chan struct{} {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.ch == nil {
+		n.ch = make(chan struct{})
+	}
+	return n.ch
+}
+
+func (n *changeNotifier) notify() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.ch != nil {
+		close(n.ch)
+		n.ch = nil
+	}
+}
+
+// notifyingStore is a Store that notifies after every write transaction.
+// The daemon gives the engine and the host this store, so every write
+// wakes the change stream. A failed transaction notifies too: a spurious
+// wake-up costs one empty read, a missed one would stall a stream.
+type notifyingStore struct {
+	runtime.Store
+	n *changeNotifier
+}
+
+func newNotifyingStore(s runtime.Store) notifyingStore {
+	return notifyingStore{Store: s, n: &changeNotifier{}}
+}
+
+func (s notifyingStore) Transact(ctx context.Context, fn func(runtime.Tx) error) error {
+	defer s.n.notify()
+	return s.Store.Transact(ctx, fn)
+}
+
+// Changed returns a channel closed at the next write after the call.
+func (s notifyingStore) Changed() <-chan struct{} { return s.n.Changed() }
+
+// changes serves the change stream: server-sent events, one per Change in
+// Seq order, each with "id: <seq>" so a client resumes with ?after=<seq>
+// or the standard Last-Event-ID header and misses nothing. It reads the
+// durable change log, so a change committed while no client listened is
+// still delivered.
+func (a *api) changes(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	after, err := queryInt(q, "after")
+	if err != nil {
+		return err
+	}
+	if last := r.Header.Get("Last-Event-ID"); last != "" {
+		n, err := strconv.ParseInt(last, 10, 64)
+		if err != nil || n < 0 {
+			return client.Errorf(client.CodeInvalidRequest, "Last-Event-ID %q is not a change sequence", clipForMessage(last))
+		}
+		after = n
+	}
+	scope, scoped := q.Get("scope"), q.Has("scope")
+	flusher, canFlush := w.(http.Flusher)
+	if !canFlush {
+		return errors.New("the response writer cannot stream")
+	}
+	store := a.b.Store()
+	latest, err := view(r.Context(), store, func(tx runtime.ReadTx) (int64, error) { return tx.LatestChange() })
+	if err != nil {
+		return err
+	}
+	if after > latest {
+		return client.Errorf(client.CodeConflict, "after=%d is beyond the last change %d of this daemon's log", after, latest)
+	}
+
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	flusher.Flush()
+
+	keepAlive := time.NewTicker(streamKeepAlive)
+	defer keepAlive.Stop()
+	for {
+		changed := a.b.Changed()
+		page, err := view(r.Context(), store, func(tx runtime.ReadTx) ([]client.Change, error) {
+			return readChanges(tx, after, streamPage)
+		})
+		if err != nil {
+			if r.Context().Err() == nil {
+				a.b.Logger().Error("management API: change stream", "after", after, "err", err)
+			}
+			return nil // the status is sent; ending the stream is the only refusal left
+		}
+		for _, c := range page {
+			after = c.Seq
+			if scoped && changeScope(c) != scope {
+				continue
+			}
+			if err := writeChange(w, c); err != nil {
+				return nil // the client left
+			}
+		}
+		flusher.Flush()
+		if len(page) == streamPage {
+			continue
+		}
+		select {
+		case <-r.Context().Done():
+			return nil
+		case <-changed:
+		case <-keepAlive.C:
+			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
+				return nil
+			}
+			flusher.Flush()
+		}
+	}
+}
+
+// readChanges reads a page of the change log as the stream's Changes: an
+// Event change carries the (immutable) Event, a Work change the Work's
+// state and revision as of the change.
+func readChanges(tx runtime.ReadTx, after int64, limit int) ([]client.Change, error) {
+	page, err := tx.Changes(after, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]client.Change, 0, len(page))
+	for _, c := range page {
+		wc := client.Change{Seq: c.Seq, Kind: string(c.Kind)}
+		switch c.Kind {
+		case runtime.ChangeEvent:
+			ev, err := tx.Event(c.ID)
+			if err != nil {
+				return nil, fmt.Errorf("change %d names event %q: %w", c.Seq, c.ID, err)
+			}
+			e := wireEvent(ev)
+			wc.Event = &e
+		case runtime.ChangeWork:
+			wc.Work = &client.Work{ID: c.ID, ScopeID: c.ScopeID, State: string(c.State), Revision: c.Revision, UpdatedAt: c.At}
+		}
+		// A kind this build does not know crosses with its Seq and kind
+		// only, so a cursor still moves past it.
+		out = append(out, wc)
+	}
+	return out, nil
+}
+
+func changeScope(c client.Change) string {
+	switch {
+	case c.Event != nil:
+		return c.Event.ScopeID
+	case c.Work != nil:
+		return c.Work.ScopeID
+	}
+	return ""
+}
+
+func writeChange(w http.ResponseWriter, c client.Change) error {
+	data, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", c.Seq, c.Kind, data)
+	return err
+}
