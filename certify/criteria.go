@@ -106,7 +106,7 @@ var criteria = []Criterion{
 	{
 		ID:      "cancellation/honoured",
 		Title:   "Cancellation honoured",
-		Checks:  "a $/cancel for an in-flight request stops its handler: the package answers it cancelled (-32800) or not at all, and keeps serving other requests",
+		Checks:  "a $/cancel for an in-flight request stops its handler within 5 s: with its call to the host held unanswered, the package cancels that call or answers cancelled (-32800); a cancelled executor.wait is answered cancelled or never; the package keeps serving",
 		Section: sectionCancellation,
 		Applies: declares("the manifest declares no operation and no executor", func(m *protocol.Manifest) bool {
 			return len(m.Provides.Operations) > 0 || len(m.Provides.Executors) > 0
@@ -160,8 +160,9 @@ var criteria = []Criterion{
 	{
 		ID:      "kv/atomicity",
 		Title:   "KV atomicity",
-		Checks:  "under contending calls, a kv.commit the host refused as a conflict is followed by a fresh read or a precondition-guarded batch, never a blind overwrite of the same keys",
+		Checks:  "under contending calls (configure, and each handler operation twice at once) with the host refusing a precondition-guarded kv.commit as a conflict, the package reads again or guards the batch before it commits to the same keys, never overwriting blindly",
 		Section: sectionTransactions,
+		Applies: declaresHandler,
 		Run:     suite(Suites.KVAtomicity),
 	},
 	{
@@ -230,17 +231,10 @@ var criteria = []Criterion{
 	{
 		ID:      "operations/idempotent",
 		Title:   "Operations idempotent on request ID",
-		Checks:  "a handler operation called again with the same request ID makes its effect once",
+		Checks:  "a handler operation called again with the same request ID makes its effect once; an operation that refuses every input certification has (certify/inputs.json or built from its schema) could not be exercised and fails",
 		Section: sectionOperations,
-		Applies: func(m *protocol.Manifest) (bool, string) {
-			for _, o := range m.Provides.Operations {
-				if o.Kind == protocol.OperationKindHandler {
-					return true, ""
-				}
-			}
-			return false, "the manifest declares no handler operation"
-		},
-		Run: suite(Suites.OperationsIdempotent),
+		Applies: declaresHandler,
+		Run:     suite(Suites.OperationsIdempotent),
 	},
 	{
 		ID:      "routes/display",
@@ -313,6 +307,15 @@ func declares(reason string, has func(*protocol.Manifest) bool) func(*protocol.M
 		}
 		return false, reason
 	}
+}
+
+func declaresHandler(m *protocol.Manifest) (bool, string) {
+	for _, o := range m.Provides.Operations {
+		if o.Kind == protocol.OperationKindHandler {
+			return true, ""
+		}
+	}
+	return false, "the manifest declares no handler operation"
 }
 
 func declaresFamilies(m *protocol.Manifest) (bool, string) {

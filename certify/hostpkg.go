@@ -71,7 +71,7 @@ func HostLaunch(executable string) LaunchFunc {
 			}
 		}
 		return &hostPackage{dir: dir, manifest: spec.Manifest, root: spec.StateDir, exe: exe,
-			wire: &wireRecorder{}}, nil
+			inputs: spec.Inputs, wire: &wireRecorder{stream: spec.Trace}}, nil
 	}
 }
 
@@ -82,6 +82,7 @@ type hostPackage struct {
 	manifest *protocol.Manifest
 	root     string
 	exe      string
+	inputs   *conformance.Inputs
 	wire     *wireRecorder
 	spare    tailBuffer // stderr of spare processes
 
@@ -98,9 +99,13 @@ var (
 	_ Package                   = (*hostPackage)(nil)
 	_ conformance.PackageDriver = (*hostPackage)(nil)
 	_ conformance.RawPackage    = (*spareProcess)(nil)
+	_ conformance.InputSource   = (*hostPackage)(nil)
 )
 
 func (h *hostPackage) Manifest() *protocol.Manifest { return h.manifest }
+
+// Inputs are the author's inputs (conformance.InputsFile); nil without one.
+func (h *hostPackage) Inputs() *conformance.Inputs { return h.inputs }
 
 func (h *hostPackage) ConfigureParams() protocol.ConfigureParams {
 	var p protocol.ConfigureParams
@@ -109,11 +114,16 @@ func (h *hostPackage) ConfigureParams() protocol.ConfigureParams {
 	for _, e := range h.manifest.Provides.Extensions {
 		p.Entries = append(p.Entries, protocol.ConfigEntry{ScopeID: TestScope, ID: "certify-" + e.Type, Type: e.Type, Config: json.RawMessage(`{}`)})
 	}
+	// As the host sends it once the layout is recorded: the supervised
+	// process's handshake records the manifest's kv_version first.
+	p.KV = protocol.KVLayout{Stored: h.manifest.KVVersion, Declared: h.manifest.KVVersion}
 	return p
 }
 
 func (h *hostPackage) InitializeParams() protocol.InitializeParams {
-	return host.InitializeParams(h.root, h.manifest)
+	p := host.InitializeParams(h.root, h.manifest)
+	p.Host.Version = HostVersion()
+	return p
 }
 
 // open makes the store and service on first use.
@@ -142,7 +152,7 @@ func (h *hostPackage) Start(ctx context.Context) error {
 		Package:       host.Package{Name: h.manifest.Name, Dir: h.dir, Manifest: h.manifest},
 		StateRoot:     h.root,
 		Executable:    h.exe,
-		HostVersion:   "certify",
+		HostVersion:   HostVersion(),
 		Service:       h.svc,
 		Store:         h.store,
 		Configure:     func() protocol.ConfigureParams { return params },
@@ -256,16 +266,7 @@ func (h *hostPackage) Trace() []WireMessage {
 	lines := h.wire.Lines()
 	out := make([]WireMessage, len(lines))
 	for i, l := range lines {
-		m := WireMessage{Time: l.Time, Direction: DirectionToExtension}
-		if l.FromExtension {
-			m.Direction = DirectionFromExtension
-		}
-		if jsonObject(l.Line) {
-			m.Message = json.RawMessage(l.Line)
-		} else {
-			m.Text = string(l.Line)
-		}
-		out[i] = m
+		out[i] = wireMessage(l.Time, l.FromExtension, l.Line)
 	}
 	return out
 }
@@ -350,7 +351,7 @@ func (h *hostPackage) Spawn(ctx context.Context) (conformance.RawPackage, error)
 	}
 	r, w := h.wire.tap(stdout, stdin)
 	sp := &spareProcess{cmd: cmd, stdin: stdin, exited: make(chan struct{})}
-	sp.conn = jsonrpc.NewConn(r, w, svc.Handler(), &jsonrpc.Options{
+	sp.conn = jsonrpc.NewConn(r, w, sp.gate.Handler(svc.Handler()), &jsonrpc.Options{
 		DecodeError: func(code int, message string, data json.RawMessage) error {
 			return protocol.DecodeWireError(code, message, data)
 		},
@@ -367,8 +368,13 @@ type spareProcess struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	conn   *jsonrpc.Conn
+	gate   conformance.CallbackGate
 	exited chan struct{}
 	once   sync.Once
+}
+
+func (s *spareProcess) Intercept(f conformance.CallbackInterceptor) func() {
+	return s.gate.Intercept(f)
 }
 
 func (s *spareProcess) Call(ctx context.Context, method string, params, result any) error {
@@ -397,8 +403,44 @@ func (s *spareProcess) Kill() error {
 
 // ---- the wire tap ----
 
-// wireRecorder records every line of every process of a run.
-type wireRecorder struct{ conformance.WireLog }
+// wireRecorder records every line of every process of a run and, with a
+// stream, writes each as a line of the trace as it is recorded, so a run
+// killed midway keeps its transcript up to then.
+type wireRecorder struct {
+	conformance.WireLog
+	mu     sync.Mutex
+	stream io.Writer
+	enc    *json.Encoder
+	err    error
+}
+
+// Add records one line and streams it.
+func (w *wireRecorder) Add(fromExtension bool, line []byte) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.WireLog.Add(fromExtension, line)
+	if w.stream == nil || w.err != nil || len(bytes.TrimSpace(line)) == 0 {
+		return
+	}
+	if w.enc == nil {
+		w.enc = json.NewEncoder(w.stream)
+	}
+	w.err = w.enc.Encode(wireMessage(time.Now(), fromExtension, bytes.TrimRight(line, "\r\n")))
+}
+
+// wireMessage is one recorded line as the trace shows it.
+func wireMessage(at time.Time, fromExtension bool, line []byte) WireMessage {
+	m := WireMessage{Time: at, Direction: DirectionToExtension}
+	if fromExtension {
+		m.Direction = DirectionFromExtension
+	}
+	if jsonObject(line) {
+		m.Message = json.RawMessage(line)
+	} else {
+		m.Text = string(line)
+	}
+	return m
+}
 
 // tap wraps a process's streams (host.Config.Wire).
 func (w *wireRecorder) tap(stdout io.ReadCloser, stdin io.WriteCloser) (io.ReadCloser, io.WriteCloser) {

@@ -26,6 +26,8 @@ import (
 // bundled notes and runner, must pass everything that applies to it.
 var weakened = map[string]string{
 	"weak-hang-in-tx":       "transactions/deadline",
+	"weak-ignore-cancel":    "cancellation/honoured",
+	"weak-refuse-input":     "operations/idempotent",
 	"weak-ignore-eof":       "lifecycle/stdin-eof",
 	"weak-impure-route":     "routes/pure",
 	"weak-nonatomic-emit":   "emissions/atomic",

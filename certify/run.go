@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/open-conduit/open-conduit/conformance"
 	"github.com/open-conduit/open-conduit/protocol"
 )
 
@@ -53,6 +54,10 @@ type Config struct {
 	Keep bool
 	// TempDir is where the state directory is made; "" for os.TempDir().
 	TempDir string
+	// Trace, when not nil, receives the wire transcript as the run goes
+	// (--trace), one WriteTrace line per message, so a run killed midway
+	// keeps what it recorded until then.
+	Trace io.Writer
 }
 
 // Run certifies the package in cfg.Dir: it loads the manifest, makes a
@@ -127,6 +132,12 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		// An invalid manifest still names the package when it decodes.
 		report.Package.Name, report.Package.Version = m.Name, m.Version
 	}
+	var inputs *conformance.Inputs
+	if s.manifest != nil {
+		if inputs, err = conformance.LoadInputs(cfg.Dir, s.manifest); err != nil {
+			return Report{}, usagef("%v", err)
+		}
+	}
 	stateDir, err := os.MkdirTemp(cfg.TempDir, "open-conduit-certify-")
 	if err != nil {
 		s.stateErr = err
@@ -135,7 +146,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	} else {
 		defer os.RemoveAll(stateDir)
 	}
-	s.spec = LaunchSpec{Dir: cfg.Dir, Manifest: s.manifest, StateDir: stateDir}
+	s.spec = LaunchSpec{Dir: cfg.Dir, Manifest: s.manifest, StateDir: stateDir, Inputs: inputs, Trace: cfg.Trace}
 
 	var interrupted error
 	for _, c := range selected {

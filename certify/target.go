@@ -3,10 +3,12 @@ package certify
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
+	"github.com/open-conduit/open-conduit/conformance"
 	"github.com/open-conduit/open-conduit/protocol"
 )
 
@@ -52,6 +54,12 @@ type LaunchSpec struct {
 	Manifest *protocol.Manifest
 	// StateDir is the run's fresh temporary state directory.
 	StateDir string
+	// Inputs are the author's inputs (conformance.InputsFile); nil for
+	// inputs built from the schemas.
+	Inputs *conformance.Inputs
+	// Trace, when not nil, receives each wire line as it is recorded, in
+	// the --trace format (WriteTrace).
+	Trace io.Writer
 }
 
 // LaunchFunc makes the Package for a run without starting it. The host

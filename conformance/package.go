@@ -130,6 +130,10 @@ type RawPackage interface {
 	Exited() <-chan struct{}
 	// Kill ends the process with SIGKILL and reaps it.
 	Kill() error
+	// Intercept puts f in front of the host's service for every call the
+	// process makes to the host from now until restore is called
+	// (CallbackGate implements it).
+	Intercept(f CallbackInterceptor) (restore func())
 }
 
 // Bounds of the package checks.
@@ -283,44 +287,11 @@ func families(m *protocol.Manifest) []string {
 	return out
 }
 
-// sampleInput makes an input that satisfies the required properties of a
-// JSON Schema object, for calling an operation.
-func sampleInput(schema any) json.RawMessage {
-	raw, err := json.Marshal(schema)
-	if err != nil {
-		return json.RawMessage(`{}`)
-	}
-	var s struct {
-		Properties map[string]struct {
-			Type any `json:"type"`
-		} `json:"properties"`
-		Required []string `json:"required"`
-	}
-	if json.Unmarshal(raw, &s) != nil {
-		return json.RawMessage(`{}`)
-	}
-	in := map[string]any{}
-	for _, name := range s.Required {
-		typ, _ := s.Properties[name].Type.(string)
-		switch typ {
-		case "number", "integer":
-			in[name] = 1
-		case "boolean":
-			in[name] = true
-		case "array":
-			in[name] = []any{}
-		case "object":
-			in[name] = map[string]any{}
-		default:
-			in[name] = "certify " + name
-		}
-	}
-	out, _ := json.Marshal(in)
-	return out
-}
-
 // syntheticEvents are accepted-looking Events of each declared family in
-// the test scope, at its current schema.
+// the test scope. Certification knows no payload schema's shape, so their
+// payloads carry no schema label: a payload labelled with a schema
+// matches it, and only the author (InputsFile) or the package's own
+// samples give one.
 func syntheticEvents(d PackageDriver) []protocol.Event {
 	m := d.Manifest()
 	var out []protocol.Event
@@ -328,17 +299,55 @@ func syntheticEvents(d PackageDriver) []protocol.Event {
 		delivery := fmt.Sprintf("certify-%d", i+1)
 		id := protocol.EmittedEventID(m.Name, delivery)
 		out = append(out, protocol.Event{ID: id, Sequence: int64(i + 1), ScopeID: scope(d), Source: m.Name,
-			DeliveryID: delivery, Family: f, Schema: currentSchema(m, f), Payload: syntheticPayload(delivery),
-			Root: id, OccurredAt: certifyNow})
+			DeliveryID: delivery, Family: f, Payload: syntheticPayload(delivery),
+			Root: id, OccurredAt: certifyNow, AcceptedAt: certifyNow})
 	}
 	return out
 }
 
-// syntheticPayload is a payload in the shape most note-like families
-// read: an id, a title and a text.
+// routeInputEvents are the author's Events for a route handler
+// (InputsFile), as the host would hold them.
+func routeInputEvents(d PackageDriver, handler string) []protocol.Event {
+	in := authorInputs(d)
+	if in == nil {
+		return nil
+	}
+	m := d.Manifest()
+	var out []protocol.Event
+	for i, e := range in.Routes[handler] {
+		delivery := fmt.Sprintf("certify-input-%s-%d", handler, i+1)
+		id := protocol.EmittedEventID(m.Name, delivery)
+		out = append(out, protocol.Event{ID: id, Sequence: int64(200 + i), ScopeID: scope(d), Source: m.Name,
+			DeliveryID: delivery, Family: e.Family, Type: e.Type, Schema: e.Schema, Payload: e.Payload,
+			Root: id, OccurredAt: certifyNow, AcceptedAt: certifyNow})
+	}
+	return out
+}
+
+// syntheticPayload is an unlabelled payload in the shape most note-like
+// families read: an id, a title and a text.
 func syntheticPayload(id string) json.RawMessage {
 	raw, _ := json.Marshal(map[string]any{"id": id, "title": "A payload from certification", "text": "certification", "tags": []string{}})
 	return raw
+}
+
+// deliveries are the deliveries certification pushes to a source of an
+// ingress type: the author's, or one synthetic delivery.
+func deliveries(d PackageDriver, typ string) []protocol.Delivery {
+	m := d.Manifest()
+	if in := authorInputs(d); in != nil && len(in.Ingress[typ]) > 0 {
+		var out []protocol.Delivery
+		for i, x := range in.Ingress[typ] {
+			path := x.Path
+			if path == "" {
+				path = "/" + m.Name
+			}
+			out = append(out, protocol.Delivery{ID: fmt.Sprintf("certify-delivery-%d", i+1), Path: path, Headers: x.Headers,
+				Body: x.Body, ReceivedAt: certifyNow})
+		}
+		return out
+	}
+	return []protocol.Delivery{{ID: "certify-delivery-1", Path: "/" + m.Name, Body: syntheticPayload("certify-delivery-1"), ReceivedAt: certifyNow}}
 }
 
 // registeredSources are the ingress sources the package registered at its
@@ -379,7 +388,18 @@ func eventOf(d PackageDriver, draft protocol.EventDraft, seq int64) protocol.Eve
 	}
 	return protocol.Event{ID: id, Sequence: seq, ScopeID: scopeID, Source: draft.Source, DeliveryID: draft.DeliveryID,
 		Family: draft.Family, Type: draft.Type, Schema: draft.Schema, Payload: draft.Payload, Root: id,
-		Works: draft.Works, OccurredAt: occurred}
+		Works: draft.Works, OccurredAt: occurred, AcceptedAt: certifyNow}
+}
+
+// operationRequest is the request that calls operation o with input.
+func operationRequest(d PackageDriver, o protocol.OperationDecl, requestID string, input json.RawMessage) (string, any) {
+	switch o.Kind {
+	case protocol.OperationKindWait:
+		return "operation.wait", protocol.OperationWaitParams{Operation: o.Name, RequestID: requestID, Input: input, Authority: authority(d)}
+	case protocol.OperationKindEmit:
+		return "operation.emit", protocol.OperationEmitParams{Operation: o.Name, RequestID: requestID, Input: input, Authority: authority(d)}
+	}
+	return "operation.call", protocol.OperationCallParams{Operation: o.Name, RequestID: requestID, Input: input, Authority: authority(d)}
 }
 
 // authority is the test scope's authority for an operation call.
@@ -416,7 +436,7 @@ func exercise(ctx context.Context, d PackageDriver) error {
 		call("check.run", protocol.CheckRunParams{Check: c.Name})
 	}
 	for _, r := range m.Provides.Routes {
-		events := syntheticEvents(d)
+		events := append(syntheticEvents(d), routeInputEvents(d, r.Handler)...)
 		if r.Samples {
 			var res protocol.RouteSamplesResult
 			if err := d.Call(ctx, "route.samples", protocol.RouteSamplesParams{Handler: r.Handler, ScopeID: scope(d), Now: certifyNow}, &res); err == nil {
@@ -430,16 +450,12 @@ func exercise(ctx context.Context, d PackageDriver) error {
 		}
 	}
 	for _, o := range m.Provides.Operations {
-		req := "certify-exercise-" + o.Name
-		switch o.Kind {
-		case protocol.OperationKindHandler:
-			p := protocol.OperationCallParams{Operation: o.Name, RequestID: req, Input: sampleInput(o.Input), Authority: authority(d)}
-			call("operation.call", p)
-			call("operation.call", p)
-		case protocol.OperationKindWait:
-			call("operation.wait", protocol.OperationWaitParams{Operation: o.Name, RequestID: req, Input: sampleInput(o.Input), Authority: authority(d)})
-		case protocol.OperationKindEmit:
-			call("operation.emit", protocol.OperationEmitParams{Operation: o.Name, RequestID: req, Input: sampleInput(o.Input), Authority: authority(d)})
+		for i, in := range operationInputs(d, o) {
+			method, params := operationRequest(d, o, fmt.Sprintf("certify-exercise-%s-%d", o.Name, i), in)
+			call(method, params)
+			if o.Kind == protocol.OperationKindHandler {
+				call(method, params) // a retry, as the toolbelt makes one
+			}
 		}
 	}
 	// In-transaction calls last, under their deadline as the host makes

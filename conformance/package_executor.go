@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/open-conduit/open-conduit/protocol"
-	"github.com/open-conduit/open-conduit/protocol/jsonrpc"
 )
 
 // ExecutorSettleBound is how long a run certification starts may take to
@@ -250,94 +249,4 @@ func CheckPackageExecutorControls(ctx context.Context, d PackageDriver) error {
 		return notApplicable("no executor declares a control certification can exercise")
 	}
 	return errors.Join(errs...)
-}
-
-// CheckPackageCancellation cancels requests on a spare process after its
-// handshake: a $/cancel for a request it never had is ignored, a handler
-// operation cancelled as it is sent leaves it serving, and, for each
-// executor, a cancelled executor.wait on a run in progress is answered
-// cancelled (-32800) or not at all, and the package keeps serving.
-func CheckPackageCancellation(ctx context.Context, d PackageDriver) error {
-	m := d.Manifest()
-	return withSpare(ctx, d, func(p RawPackage) error {
-		if err := handshake(ctx, d, p); err != nil {
-			return fmt.Errorf("before cancelling: %w", err)
-		}
-		var errs []error
-		stillServing := func(after string) {
-			cctx, cancel := context.WithTimeout(ctx, PackageExitBound)
-			defer cancel()
-			if err := p.Call(cctx, "configure", d.ConfigureParams(), nil); err != nil {
-				errs = append(errs, fmt.Errorf("after %s the package no longer serves: %w", after, err))
-			}
-		}
-		if err := p.Notify(ctx, "$/cancel", map[string]any{"id": 987654321}); err != nil {
-			return fmt.Errorf("sending $/cancel: %w", err)
-		}
-		stillServing("a $/cancel for a request it never had")
-		for _, o := range m.Provides.Operations {
-			if o.Kind != protocol.OperationKindHandler {
-				continue
-			}
-			// Cancel once the call is on the wire, so $/cancel follows it.
-			cctx, cancel := context.WithCancel(ctx)
-			from := len(d.Wire())
-			go func() {
-				if awaitSent(cctx, d, from, "operation.call") == nil {
-					cancel()
-				}
-			}()
-			_ = p.Call(cctx, "operation.call", protocol.OperationCallParams{Operation: o.Name,
-				RequestID: fmt.Sprintf("certify-cancel-%s-%d", o.Name, time.Now().UnixNano()), Input: sampleInput(o.Input), Authority: authority(d)}, nil)
-			cancel()
-			stillServing("cancelling operation " + o.Name)
-		}
-		for _, e := range m.Provides.Executors {
-			run := newRun(d, e.Name, fmt.Sprintf("cancel-%d", time.Now().UnixNano()), cmdLong)
-			if err := run.start(ctx, p, cmdLong); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			from := len(d.Wire())
-			cctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-			err := p.Call(cctx, "executor.wait", protocol.ExecutorWaitParams{Executor: e.Name, RunID: run.runID}, nil)
-			cancel()
-			if err == nil || !errors.Is(err, context.DeadlineExceeded) {
-				errs = append(errs, fmt.Errorf("executor %s: executor.wait of a run in progress answered at once: %v", e.Name, err))
-			}
-			stillServing("cancelling executor.wait")
-			if err := cancelAnswer(d.Wire(), from, "executor.wait"); err != nil {
-				errs = append(errs, fmt.Errorf("executor %s: %w", e.Name, err))
-			}
-			run.stop(ctx, p)
-		}
-		return errors.Join(errs...)
-	})
-}
-
-// cancelAnswer finds how the package answered the first request of method
-// sent after from: a result is a failure, cancelled or nothing is right.
-func cancelAnswer(lines []WireLine, from int, method string) error {
-	msgs := decodeWire(lines, from)
-	var id string
-	for _, m := range msgs {
-		if !m.fromExtension && m.request() && m.Method == method {
-			id = string(m.ID)
-			break
-		}
-	}
-	if id == "" {
-		return nil
-	}
-	for _, m := range msgs {
-		if m.fromExtension && !m.request() && string(m.ID) == id {
-			switch {
-			case m.Error == nil:
-				return fmt.Errorf("the cancelled %s was answered with a result", method)
-			case m.Error.Code != jsonrpc.CodeCancelled:
-				return fmt.Errorf("the cancelled %s was answered with error %d (%s), not cancelled (%d)", method, m.Error.Code, m.Error.Message, jsonrpc.CodeCancelled)
-			}
-		}
-	}
-	return nil
 }

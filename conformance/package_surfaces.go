@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/open-conduit/open-conduit/protocol"
@@ -71,51 +72,93 @@ func CheckPackageKVScoping(ctx context.Context, d PackageDriver) error {
 	return errors.Join(errs...)
 }
 
-// CheckPackageKVAtomicity exercises the package (each handler operation
-// also twice at once, under different request IDs, so writes contend) and
-// checks its KV writes: each goes through kv.commit (the only write), and
-// after a commit refused as a conflict the package reads again before it
-// commits to the same keys, never overwriting blindly.
+// CheckPackageKVAtomicity contends the package's KV writes on a spare
+// process after its handshake: configure is sent again, and each handler
+// operation is called twice at once with each of its inputs, under
+// different request IDs, while the host refuses the first
+// precondition-guarded kv.commit of each round as a conflict (as it does
+// when a concurrent write changed a guarded key).
+// After a commit refused as a conflict the package must read again before
+// it commits to the same keys, or guard the batch, never overwrite
+// blindly. A package that made no guarded commit to refuse skips; one
+// whose every call was refused could not be exercised, and fails so.
 func CheckPackageKVAtomicity(ctx context.Context, d PackageDriver) error {
-	from := len(d.Wire())
-	if err := exercise(ctx, d); err != nil {
-		return err
-	}
+	var ops []protocol.OperationDecl
 	for _, o := range d.Manifest().Provides.Operations {
-		if o.Kind != protocol.OperationKindHandler {
-			continue
-		}
-		done := make(chan struct{}, 2)
-		for i := range 2 {
-			go func() {
-				defer func() { done <- struct{}{} }()
-				_ = d.Call(ctx, "operation.call", protocol.OperationCallParams{Operation: o.Name,
-					RequestID: fmt.Sprintf("certify-contend-%s-%d-%d", o.Name, i, time.Now().UnixNano()),
-					Input:     sampleInput(o.Input), Authority: authority(d)}, nil)
-			}()
-		}
-		<-done
-		<-done
-	}
-	msgs := decodeWire(d.Wire(), from)
-	var errs []error
-	cbs := callbacks(msgs)
-	for i, c := range cbs {
-		if c.Method != "kv.commit" || !conflicted(msgs, c) {
-			continue
-		}
-		keys := commitKeys(c)
-		for _, next := range cbs[i+1:] {
-			if next.Method == "kv.get" || next.Method == "kv.list" {
-				break // read again
-			}
-			if next.Method == "kv.commit" && overlaps(keys, commitKeys(next)) && !guarded(next) {
-				errs = append(errs, fmt.Errorf("after a kv.commit refused as a conflict the package committed to the same keys again without reading them or guarding the batch: %s", clip(string(next.Params), 200)))
-				break
-			}
+		if o.Kind == protocol.OperationKindHandler {
+			ops = append(ops, o)
 		}
 	}
-	return errors.Join(errs...)
+	if len(ops) == 0 {
+		return notApplicable("the manifest declares no handler operation to contend")
+	}
+	return withSpare(ctx, d, func(p RawPackage) error {
+		if err := handshake(ctx, d, p); err != nil {
+			return fmt.Errorf("before contending: %w", err)
+		}
+		from := len(d.Wire())
+		var tried []string
+		restore := p.Intercept(conflictFirstGuarded())
+		err := p.Call(ctx, "configure", d.ConfigureParams(), nil)
+		restore()
+		if err != nil {
+			tried = append(tried, "configure (refused: "+clip(err.Error(), 160)+")")
+		}
+		answered := 0
+		for _, o := range ops {
+			for n, in := range operationInputs(d, o) {
+				restore := p.Intercept(conflictFirstGuarded())
+				errs := make(chan error, 2)
+				for i := range 2 {
+					go func() {
+						errs <- p.Call(ctx, "operation.call", protocol.OperationCallParams{Operation: o.Name,
+							RequestID: fmt.Sprintf("certify-contend-%s-%d-%d-%d", o.Name, n, i, time.Now().UnixNano()),
+							Input:     in, Authority: authority(d)}, nil)
+					}()
+				}
+				var outcome []string
+				for range 2 {
+					if err := <-errs; err != nil {
+						outcome = append(outcome, "refused: "+clip(err.Error(), 160))
+					} else {
+						answered++
+						outcome = append(outcome, "answered")
+					}
+				}
+				restore()
+				tried = append(tried, fmt.Sprintf("operation %s with input %s (%s)", o.Name, describeInput(in), strings.Join(outcome, ", ")))
+			}
+		}
+		msgs := decodeWire(d.Wire(), from)
+		var errs []error
+		cbs := callbacks(msgs)
+		conflicts := 0
+		for i, c := range cbs {
+			if c.Method != "kv.commit" || !conflicted(msgs, c) {
+				continue
+			}
+			conflicts++
+			keys := commitKeys(c)
+			for _, next := range cbs[i+1:] {
+				if next.Method == "kv.get" || next.Method == "kv.list" {
+					break // read again
+				}
+				if next.Method == "kv.commit" && overlaps(keys, commitKeys(next)) && !guarded(next) {
+					errs = append(errs, fmt.Errorf("after a kv.commit refused as a conflict the package committed to the same keys again without reading them or guarding the batch: %s", clip(string(next.Params), 200)))
+					break
+				}
+			}
+		}
+		switch {
+		case len(errs) > 0:
+			return errors.Join(errs...)
+		case conflicts > 0:
+			return nil
+		case answered == 0:
+			return fmt.Errorf("could not exercise: every contending call was refused: %s", strings.Join(tried, "; "))
+		}
+		return notApplicable("the package made no precondition-guarded kv.commit for the host to refuse as a conflict: %s", strings.Join(tried, "; "))
+	})
 }
 
 // conflicted reports whether the host answered callback c with conflict.
@@ -157,9 +200,10 @@ func overlaps(a, b map[string]bool) bool {
 }
 
 // routeEvents are the Events the route checks match: a synthetic one of
-// each family and, when the handler offers samples, each sample.
+// each family, the author's (InputsFile) and, when the handler offers
+// samples, each sample.
 func routeEvents(ctx context.Context, d PackageDriver, r protocol.RouteDecl) []protocol.Event {
-	events := syntheticEvents(d)
+	events := append(syntheticEvents(d), routeInputEvents(d, r.Handler)...)
 	if r.Samples {
 		var res protocol.RouteSamplesResult
 		if err := d.Call(ctx, "route.samples", protocol.RouteSamplesParams{Handler: r.Handler, ScopeID: scope(d), Now: certifyNow}, &res); err == nil {
@@ -179,12 +223,19 @@ func CheckPackageRoutesPure(ctx context.Context, d PackageDriver) error {
 		return notApplicable("the manifest declares no route handler")
 	}
 	var errs []error
+	var refusals []string
+	answered := 0
 	for _, r := range d.Manifest().Provides.Routes {
 		for _, e := range routeEvents(ctx, d, r) {
 			params := protocol.RouteMatchParams{Handler: r.Handler, ScopeID: scope(d), Event: e}
 			var answers [2]json.RawMessage
 			for i := range 2 {
 				c := observe(ctx, d, "route.match", params, &answers[i])
+				if c.err == nil {
+					answered++
+				} else if i == 0 {
+					refusals = append(refusals, fmt.Sprintf("route %s: %s %s: %s", r.Handler, e.Family, e.DeliveryID, clip(c.err.Error(), 120)))
+				}
 				if cbs := callbacks(c.during); len(cbs) > 0 {
 					errs = append(errs, fmt.Errorf("route %s: route.match of %s %s called the host while deciding: %s", r.Handler, e.Family, e.DeliveryID, describeCallbacks(cbs)))
 				}
@@ -200,6 +251,9 @@ func CheckPackageRoutesPure(ctx context.Context, d PackageDriver) error {
 					r.Handler, e.Family, e.DeliveryID, clip(string(answers[0]), 200), clip(string(answers[1]), 200)))
 			}
 		}
+	}
+	if len(errs) == 0 && answered == 0 {
+		return fmt.Errorf("could not exercise: route.match refused every Event certification offered: %s", strings.Join(refusals, "; "))
 	}
 	return errors.Join(errs...)
 }
@@ -311,34 +365,47 @@ func CheckPackageRouteSamples(ctx context.Context, d PackageDriver) error {
 }
 
 // CheckPackageOperationsIdempotent calls each handler operation twice with
-// one request ID: the second call must change nothing (no KV write, Event,
-// delivery or timer) and answer as the first did.
+// one request ID, with each of its inputs: the second call must change
+// nothing (no KV write, Event, delivery or timer) and answer as the first
+// did. A check whose every first call was refused observed no effect to
+// repeat: it fails as "could not exercise", naming the inputs.
 func CheckPackageOperationsIdempotent(ctx context.Context, d PackageDriver) error {
 	var errs []error
-	checked := 0
+	var tried []string
+	checked, exercised := 0, 0
 	for _, o := range d.Manifest().Provides.Operations {
 		if o.Kind != protocol.OperationKindHandler {
 			continue
 		}
 		checked++
-		p := protocol.OperationCallParams{Operation: o.Name, RequestID: fmt.Sprintf("certify-idempotent-%s-%d", o.Name, time.Now().UnixNano()),
-			Input: sampleInput(o.Input), Authority: authority(d)}
-		var first, second protocol.OperationCallResult
-		c1 := observe(ctx, d, "operation.call", p, &first)
-		c2 := observe(ctx, d, "operation.call", p, &second)
-		if !serving(c1.err) || !serving(c2.err) {
-			errs = append(errs, fmt.Errorf("operation %s: not answered: %v", o.Name, errors.Join(c1.err, c2.err)))
-			continue
-		}
-		if w := writes(callbacks(c2.during)); len(w) > 0 {
-			errs = append(errs, fmt.Errorf("operation %s: called again with request ID %q it made its effect again: %s", o.Name, p.RequestID, describeCallbacks(w)))
-		}
-		if (c1.err == nil) != (c2.err == nil) {
-			errs = append(errs, fmt.Errorf("operation %s: the same request answered %v, then %v", o.Name, c1.err, c2.err))
+		for n, in := range operationInputs(d, o) {
+			p := protocol.OperationCallParams{Operation: o.Name, RequestID: fmt.Sprintf("certify-idempotent-%s-%d-%d", o.Name, n, time.Now().UnixNano()),
+				Input: in, Authority: authority(d)}
+			var first, second protocol.OperationCallResult
+			c1 := observe(ctx, d, "operation.call", p, &first)
+			c2 := observe(ctx, d, "operation.call", p, &second)
+			if !serving(c1.err) || !serving(c2.err) {
+				errs = append(errs, fmt.Errorf("operation %s: not answered: %v", o.Name, errors.Join(c1.err, c2.err)))
+				continue
+			}
+			if w := writes(callbacks(c2.during)); len(w) > 0 {
+				errs = append(errs, fmt.Errorf("operation %s: called again with request ID %q it made its effect again: %s", o.Name, p.RequestID, describeCallbacks(w)))
+			}
+			if (c1.err == nil) != (c2.err == nil) {
+				errs = append(errs, fmt.Errorf("operation %s: the same request answered %v, then %v", o.Name, c1.err, c2.err))
+			}
+			if c1.err != nil {
+				tried = append(tried, fmt.Sprintf("operation %s refused input %s: %s", o.Name, describeInput(in), clip(c1.err.Error(), 160)))
+				continue
+			}
+			exercised++
 		}
 	}
-	if checked == 0 {
+	switch {
+	case checked == 0:
 		return notApplicable("the manifest declares no handler operation")
+	case len(errs) == 0 && exercised == 0:
+		return fmt.Errorf("could not exercise: %s (give inputs the package accepts in %s)", strings.Join(tried, "; "), InputsFile)
 	}
 	return errors.Join(errs...)
 }
@@ -390,12 +457,14 @@ func planEmit(ctx context.Context, d PackageDriver, op, requestID string) (proto
 			o = x
 		}
 	}
-	var res protocol.OperationEmitResult
-	if err := d.Call(ctx, "operation.emit", protocol.OperationEmitParams{Operation: op, RequestID: requestID,
-		Input: sampleInput(o.Input), Authority: authority(d)}, &res); err != nil {
-		return protocol.EmitCommitParams{}, false
+	for _, in := range operationInputs(d, o) {
+		var res protocol.OperationEmitResult
+		if err := d.Call(ctx, "operation.emit", protocol.OperationEmitParams{Operation: op, RequestID: requestID,
+			Input: in, Authority: authority(d)}, &res); err == nil {
+			return protocol.EmitCommitParams{Operation: op, RequestID: requestID, Event: eventOf(d, res.Event, 1000), Commit: res.Commit}, true
+		}
 	}
-	return protocol.EmitCommitParams{Operation: op, RequestID: requestID, Event: eventOf(d, res.Event, 1000), Commit: res.Commit}, true
+	return protocol.EmitCommitParams{}, false
 }
 
 // InTransactionAttempts is how many times a deadline check makes each
@@ -558,13 +627,23 @@ func CheckPackageEmissionsAtomic(ctx context.Context, d PackageDriver) error {
 		checked++
 		req := fmt.Sprintf("certify-atomic-%s-%d", o.Name, time.Now().UnixNano())
 		var plan protocol.OperationEmitResult
-		c := observe(ctx, d, "operation.emit", protocol.OperationEmitParams{Operation: o.Name, RequestID: req,
-			Input: sampleInput(o.Input), Authority: authority(d)}, &plan)
-		if w := writes(callbacks(c.during)); len(w) > 0 {
-			errs = append(errs, fmt.Errorf("operation %s: planning the emission wrote outside the emission's transaction: %s", o.Name, describeCallbacks(w)))
+		planned := false
+		var refusals []string
+		for n, in := range operationInputs(d, o) {
+			req = fmt.Sprintf("certify-atomic-%s-%d-%d", o.Name, n, time.Now().UnixNano())
+			c := observe(ctx, d, "operation.emit", protocol.OperationEmitParams{Operation: o.Name, RequestID: req,
+				Input: in, Authority: authority(d)}, &plan)
+			if w := writes(callbacks(c.during)); len(w) > 0 {
+				errs = append(errs, fmt.Errorf("operation %s: planning the emission wrote outside the emission's transaction: %s", o.Name, describeCallbacks(w)))
+			}
+			if c.err == nil {
+				planned = true
+				break
+			}
+			refusals = append(refusals, fmt.Sprintf("input %s: %s", describeInput(in), clip(c.err.Error(), 160)))
 		}
-		if c.err != nil {
-			errs = append(errs, fmt.Errorf("operation %s: operation.emit: %w", o.Name, c.err))
+		if !planned {
+			errs = append(errs, fmt.Errorf("operation %s: could not exercise: operation.emit refused every input: %s", o.Name, strings.Join(refusals, "; ")))
 			continue
 		}
 		if !o.Commit {
@@ -609,11 +688,22 @@ func CheckPackageEmissionsIdempotent(ctx context.Context, d PackageDriver) error
 		if o.Kind != protocol.OperationKindEmit {
 			continue
 		}
-		p := protocol.OperationEmitParams{Operation: o.Name, RequestID: fmt.Sprintf("certify-emit-%s-%d", o.Name, time.Now().UnixNano()),
-			Input: sampleInput(o.Input), Authority: authority(d)}
 		var a, b protocol.OperationEmitResult
-		if err := d.Call(ctx, "operation.emit", p, &a); err != nil {
-			errs = append(errs, fmt.Errorf("operation %s: operation.emit: %w", o.Name, err))
+		var p protocol.OperationEmitParams
+		var refusals []string
+		planned := false
+		for n, in := range operationInputs(d, o) {
+			p = protocol.OperationEmitParams{Operation: o.Name, RequestID: fmt.Sprintf("certify-emit-%s-%d-%d", o.Name, n, time.Now().UnixNano()),
+				Input: in, Authority: authority(d)}
+			if err := d.Call(ctx, "operation.emit", p, &a); err != nil {
+				refusals = append(refusals, fmt.Sprintf("input %s: %s", describeInput(in), clip(err.Error(), 160)))
+				continue
+			}
+			planned = true
+			break
+		}
+		if !planned {
+			errs = append(errs, fmt.Errorf("operation %s: could not exercise: operation.emit refused every input: %s", o.Name, strings.Join(refusals, "; ")))
 			continue
 		}
 		if err := d.Call(ctx, "operation.emit", p, &b); err != nil {
@@ -635,15 +725,16 @@ func CheckPackageEmissionsIdempotent(ctx context.Context, d PackageDriver) error
 	if len(ingress) > 0 {
 		for _, src := range registeredSources(d) {
 			for typ := range ingress {
-				p := protocol.IngressPushParams{Type: typ, Source: src.Name, ScopeID: src.ScopeID, EntryID: "certify-" + typ,
-					Delivery: protocol.Delivery{ID: "certify-delivery-1", Path: "/" + m.Name, Body: syntheticPayload("certify-delivery-1"), ReceivedAt: certifyNow}}
-				var a, b protocol.IngressPushResult
-				if d.Call(ctx, "ingress.push", p, &a) != nil || d.Call(ctx, "ingress.push", p, &b) != nil || len(a.Events) == 0 {
-					continue // the package does not take this delivery; nothing to compare
-				}
-				checked++
-				if ids(a) != ids(b) {
-					errs = append(errs, fmt.Errorf("ingress %s: the same delivery to source %s observed Events %s, then %s", typ, src.Name, ids(a), ids(b)))
+				for _, delivery := range deliveries(d, typ) {
+					p := protocol.IngressPushParams{Type: typ, Source: src.Name, ScopeID: src.ScopeID, EntryID: "certify-" + typ, Delivery: delivery}
+					var a, b protocol.IngressPushResult
+					if d.Call(ctx, "ingress.push", p, &a) != nil || d.Call(ctx, "ingress.push", p, &b) != nil || len(a.Events) == 0 {
+						continue // the package does not take this delivery; nothing to compare
+					}
+					checked++
+					if ids(a) != ids(b) {
+						errs = append(errs, fmt.Errorf("ingress %s: the same delivery to source %s observed Events %s, then %s", typ, src.Name, ids(a), ids(b)))
+					}
 				}
 			}
 		}

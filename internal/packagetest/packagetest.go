@@ -129,6 +129,7 @@ func (d *Driver) ConfigureParams() protocol.ConfigureParams {
 	for _, e := range d.manifest.Provides.Extensions {
 		p.Entries = append(p.Entries, protocol.ConfigEntry{ScopeID: Scope, ID: "certify-" + e.Type, Type: e.Type, Config: json.RawMessage(`{}`)})
 	}
+	p.KV = protocol.KVLayout{Stored: d.manifest.KVVersion, Declared: d.manifest.KVVersion}
 	return p
 }
 
@@ -187,13 +188,14 @@ func (d *Driver) Spawn(ctx context.Context) (conformance.RawPackage, error) {
 		defer close(sp.exited)
 		_ = sdk.ServeConn(sctx, toExtR, fromExtW, ext)
 	}()
-	sp.conn = jsonrpc.NewConn(d.wire.reader(fromExtR), d.wire.writer(toExtW), d.svc.Handler(), &jsonrpc.Options{DecodeError: sdk.DecodeError})
+	sp.conn = jsonrpc.NewConn(d.wire.reader(fromExtR), d.wire.writer(toExtW), sp.gate.Handler(d.svc.Handler()), &jsonrpc.Options{DecodeError: sdk.DecodeError})
 	return sp, nil
 }
 
 // spare is an instance Spawn serves.
 type spare struct {
 	conn   *jsonrpc.Conn
+	gate   conformance.CallbackGate
 	stdin  *io.PipeWriter
 	stdout *io.PipeReader
 	cancel context.CancelFunc
@@ -208,7 +210,11 @@ func (s *spare) Notify(ctx context.Context, method string, params any) error {
 	return s.conn.Notify(ctx, method, params)
 }
 
-func (s *spare) CloseStdin() error       { return s.stdin.Close() }
+func (s *spare) CloseStdin() error { return s.stdin.Close() }
+
+// Intercept puts f in front of the service for the spare's calls.
+func (s *spare) Intercept(f conformance.CallbackInterceptor) func() { return s.gate.Intercept(f) }
+
 func (s *spare) Exited() <-chan struct{} { return s.exited }
 
 // Kill ends the instance: its context ends and its streams close.

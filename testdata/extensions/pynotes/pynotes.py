@@ -5,7 +5,9 @@ It proves the protocol is language-neutral: JSON-RPC 2.0, one JSON object
 per line on stdin and stdout, with requests going both ways. It serves
 the lifecycle (initialize with version negotiation, configure, shutdown),
 a route handler (route.match) and a handler operation (operation.call)
-that records its effect in the host's KV once per request ID.
+that records its effect in the host's KV once per request ID, and stops
+a request the host cancels ($/cancel) while it waits for the host.
+certify/inputs.json gives certification a note to route.
 
 Standard output belongs to the protocol. Before anything else the script
 keeps a private copy of it and points file descriptor 1 (and sys.stdout)
@@ -45,6 +47,10 @@ class Unknown(Exception):
     """A method this extension does not serve: -32601."""
 
 
+class Cancelled(Exception):
+    """The request being served was cancelled with $/cancel: -32800."""
+
+
 class Transport:
     """Reads messages from stdin and writes them to the protocol's stdout.
 
@@ -58,6 +64,7 @@ class Transport:
         self.outfile = outfile
         self.next_id = 0
         self.queued = []
+        self.serving = None  # id of the host request being served
 
     def send(self, message):
         line = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
@@ -88,6 +95,12 @@ class Transport:
             message = self.read()
             if message is None:
                 raise EOFError("the host closed the connection")
+            if message.get("method") == "$/cancel" and "id" not in message:
+                # The host stopped waiting for the request being served:
+                # stop waiting for the host too, and answer cancelled.
+                if (message.get("params") or {}).get("id") == self.serving:
+                    raise Cancelled()
+                continue
             if "method" in message:
                 self.queued.append(message)
                 continue
@@ -230,8 +243,9 @@ def main():
             return 0  # end of input: the host is gone
         method = message.get("method")
         if "id" not in message:
-            continue  # a notification ($/cancel): every request is answered before the next is read
+            continue  # a notification: a $/cancel of a request already answered has nothing to stop
         msg_id = message["id"]
+        transport.serving = msg_id
         params = message.get("params")
         if params is None:
             params = {}
@@ -246,8 +260,11 @@ def main():
             transport.send({"jsonrpc": "2.0", "id": msg_id, "error": {"code": AUTHORED, "message": refusal.message, "data": {"code": refusal.code}}})
         except (TypeError, AttributeError) as err:
             transport.send({"jsonrpc": "2.0", "id": msg_id, "error": {"code": INVALID_PARAMS, "message": "invalid params: %s" % err}})
+        except Cancelled:
+            transport.send({"jsonrpc": "2.0", "id": msg_id, "error": {"code": -32800, "message": "cancelled", "data": {"code": "cancelled"}}})
         except EOFError:
             return 0
+        transport.serving = None
         if method == "shutdown":
             return 0
 

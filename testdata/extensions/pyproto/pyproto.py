@@ -91,6 +91,9 @@ class Extension:
         self.next_id = 0
         self.serving = None  # id of the request being served
         self.cancelled = set()
+        # Whether a $/cancel stops the request it names; only a negative
+        # control turns it off.
+        self.honour_cancel = True
         # What to do at end of stdin; the default exits.
         self.on_eof = lambda: sys.exit(0)
         # Keep the real stdout for the protocol; everything else goes to stderr.
@@ -153,7 +156,7 @@ class Extension:
                 raise HostGone()
             if message.get("method") == "$/cancel" and "id" not in message:
                 self.note_cancel(message)
-                if self.serving is not None and self.serving in self.cancelled:
+                if self.honour_cancel and self.serving is not None and self.serving in self.cancelled:
                     raise Cancelled()
                 continue
             if "method" in message:
@@ -215,7 +218,7 @@ class Extension:
         params = message.get("params")
         if params is None:
             params = {}
-        if msg_id in self.cancelled:
+        if self.honour_cancel and msg_id in self.cancelled:
             self.cancelled.discard(msg_id)
             self.send({"id": msg_id, "error": {"code": CANCELLED, "message": "cancelled", "data": {"code": "cancelled"}}})
             return

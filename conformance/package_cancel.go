@@ -1,0 +1,299 @@
+package conformance
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/open-conduit/open-conduit/protocol"
+	"github.com/open-conduit/open-conduit/protocol/jsonrpc"
+)
+
+// CancelBound is how long a cancelled handler has to show it stopped:
+// cancel its own pending call to the host ($/cancel) or answer cancelled
+// (-32800).
+var CancelBound = 5 * time.Second
+
+// executorWaitSettle is how long an executor.wait on a long run is left
+// in flight before certification cancels it.
+const executorWaitSettle = 200 * time.Millisecond
+
+// cancelOutcome is what one cancelled request showed.
+type cancelOutcome int
+
+const (
+	cancelStopped     cancelOutcome = iota // it cancelled its host call or answered -32800
+	cancelKeptRunning                      // it went on as if never cancelled
+	cancelFinished                         // it answered before it could be cancelled
+	cancelRefused                          // it refused the request before it could be cancelled
+)
+
+// CheckPackageCancellation cancels requests on a spare process after its
+// handshake. A $/cancel for a request it never had is ignored. Then each
+// operation is called with each of its inputs while the host holds every
+// call the package makes unanswered: once the handler waits on its host
+// call, certification cancels the request, and within CancelBound the
+// package must show the handler stopped, by cancelling its pending host
+// call or answering cancelled; a handler that keeps waiting fails. An
+// executor.wait on a run in progress is cancelled the same way: it must
+// be answered cancelled, or not at all even once the run is stopped. A
+// check that could cancel nothing in flight because the package refused
+// every input fails as "could not exercise", naming the inputs.
+func CheckPackageCancellation(ctx context.Context, d PackageDriver) error {
+	m := d.Manifest()
+	return withSpare(ctx, d, func(p RawPackage) error {
+		if err := handshake(ctx, d, p); err != nil {
+			return fmt.Errorf("before cancelling: %w", err)
+		}
+		var errs []error
+		stillServing := func(after string) {
+			cctx, cancel := context.WithTimeout(ctx, PackageExitBound)
+			defer cancel()
+			if err := p.Call(cctx, "configure", d.ConfigureParams(), nil); err != nil {
+				errs = append(errs, fmt.Errorf("after %s the package no longer serves: %w", after, err))
+			}
+		}
+		if err := p.Notify(ctx, "$/cancel", map[string]any{"id": 987654321}); err != nil {
+			return fmt.Errorf("sending $/cancel: %w", err)
+		}
+		stillServing("a $/cancel for a request it never had")
+
+		stopped, refused := 0, 0
+		var tried []string
+		for _, o := range m.Provides.Operations {
+			for i, in := range operationInputs(d, o) {
+				req := fmt.Sprintf("certify-cancel-%s-%d-%d", o.Name, i, time.Now().UnixNano())
+				method, params := operationRequest(d, o, req, in)
+				what := fmt.Sprintf("operation %s with input %s", o.Name, describeInput(in))
+				outcome, detail := cancelInFlight(ctx, d, p, method, req, params, CancelBound)
+				tried = append(tried, what+": "+detail)
+				switch outcome {
+				case cancelStopped:
+					stopped++
+				case cancelKeptRunning:
+					errs = append(errs, fmt.Errorf("%s: %s", what, detail))
+				case cancelRefused:
+					refused++
+				}
+				stillServing("cancelling " + what)
+				if outcome == cancelStopped || outcome == cancelKeptRunning {
+					break // one cancelled handler per operation says it
+				}
+			}
+		}
+		for _, e := range m.Provides.Executors {
+			run := newRun(d, e.Name, fmt.Sprintf("cancel-%d", time.Now().UnixNano()), cmdLong)
+			if err := run.start(ctx, p, cmdLong); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			what := fmt.Sprintf("executor %s: executor.wait of a run in progress", e.Name)
+			outcome, detail := cancelInFlight(ctx, d, p, "executor.wait", run.runID,
+				protocol.ExecutorWaitParams{Executor: e.Name, RunID: run.runID}, executorWaitSettle)
+			if outcome == cancelKeptRunning && strings.HasPrefix(detail, noAnswerYet) {
+				// Not answering a cancelled request is allowed; a handler
+				// still waiting answers the wait once its run ends.
+				run.stop(ctx, p)
+				if late := awaitAnswer(ctx, d, "executor.wait", run.runID, CancelBound); late != nil && late.Error == nil {
+					detail = "it kept waiting after $/cancel and answered the wait with a result once the run was stopped"
+				} else {
+					outcome, detail = cancelStopped, "it did not answer the cancelled wait, even once the run was stopped"
+				}
+			} else {
+				run.stop(ctx, p)
+			}
+			tried = append(tried, what+": "+detail)
+			switch outcome {
+			case cancelStopped:
+				stopped++
+			case cancelKeptRunning:
+				errs = append(errs, fmt.Errorf("%s: %s", what, detail))
+			case cancelRefused:
+				refused++
+			}
+			stillServing("cancelling " + what)
+		}
+		switch {
+		case len(errs) > 0:
+			return errors.Join(errs...)
+		case stopped > 0:
+			return nil
+		case refused > 0:
+			return fmt.Errorf("could not exercise: no request stayed in flight to cancel: %s", strings.Join(tried, "; "))
+		case len(tried) > 0:
+			return notApplicable("no request stayed in flight long enough to cancel: %s", strings.Join(tried, "; "))
+		}
+		return notApplicable("the manifest declares no operation or executor to cancel")
+	})
+}
+
+// noAnswerYet starts the detail of a request that neither answered nor
+// cancelled its host call within the bound.
+const noAnswerYet = "no sign it stopped"
+
+// cancelInFlight makes one request with the package's host calls held,
+// cancels it once its handler waits on one (or after settle when it makes
+// none), and says what the package showed within CancelBound. key is a
+// string the request's params hold (its request or run ID), to find it
+// on the wire among the other lines.
+func cancelInFlight(ctx context.Context, d PackageDriver, p RawPackage, method, key string, params any, settle time.Duration) (cancelOutcome, string) {
+	hold, release := holdCalls()
+	restore := p.Intercept(hold)
+	defer func() {
+		release()
+		restore()
+	}()
+	from := len(d.Wire())
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	answered := make(chan error, 1)
+	go func() { answered <- p.Call(cctx, method, params, nil) }()
+
+	// Wait for the handler to call the host, or to answer first.
+	timer := time.NewTimer(settle)
+	defer timer.Stop()
+	var reqID string
+	var pending *wireMessage
+wait:
+	for {
+		changed := d.WireChanged()
+		msgs := decodeWire(d.Wire(), from)
+		reqID = requestOf(msgs, method, key)
+		if reqID != "" {
+			if ans := answerTo(msgs, reqID); ans != nil {
+				<-answered
+				if ans.Error != nil {
+					return cancelRefused, fmt.Sprintf("refused before it could be cancelled: %d %s", ans.Error.Code, clip(ans.Error.Message, 160))
+				}
+				return cancelFinished, "answered before it could be cancelled, without calling the host"
+			}
+			if cb := firstCallbackAfter(msgs, reqID); cb != nil {
+				pending = cb
+				break wait
+			}
+		}
+		select {
+		case <-changed:
+		case <-timer.C:
+			break wait
+		case <-ctx.Done():
+			return cancelKeptRunning, "the check ended: " + ctx.Err().Error()
+		}
+	}
+	cancel() // sends $/cancel for the request
+	<-answered
+	bound := time.NewTimer(CancelBound)
+	defer bound.Stop()
+	for {
+		changed := d.WireChanged()
+		msgs := decodeWire(d.Wire(), from)
+		if ans := answerTo(msgs, reqID); ans != nil {
+			switch {
+			case ans.Error != nil && ans.Error.Code == jsonrpc.CodeCancelled:
+				return cancelStopped, "answered cancelled (-32800)"
+			case ans.Error != nil:
+				return cancelKeptRunning, fmt.Sprintf("after $/cancel it answered error %d (%s), not cancelled (%d)", ans.Error.Code, clip(ans.Error.Message, 160), jsonrpc.CodeCancelled)
+			case pending != nil:
+				return cancelKeptRunning, fmt.Sprintf("after $/cancel it answered with a result, though its %s was still unanswered", pending.Method)
+			default:
+				return cancelKeptRunning, "after $/cancel it answered with a result"
+			}
+		}
+		if pending != nil && cancelledCallback(msgs, string(pending.ID)) {
+			return cancelStopped, fmt.Sprintf("cancelled its pending %s", pending.Method)
+		}
+		select {
+		case <-changed:
+		case <-bound.C:
+			if pending != nil {
+				return cancelKeptRunning, fmt.Sprintf("%s within %v of $/cancel: it neither cancelled its pending %s nor answered cancelled (-32800); its handler kept waiting", noAnswerYet, CancelBound, pending.Method)
+			}
+			return cancelKeptRunning, fmt.Sprintf("%s within %v of $/cancel: it did not answer cancelled (-32800)", noAnswerYet, CancelBound)
+		case <-ctx.Done():
+			return cancelKeptRunning, "the check ended: " + ctx.Err().Error()
+		}
+	}
+}
+
+// requestOf is the id of the host's request of method whose params hold
+// key, "" when it is not on the wire yet.
+func requestOf(msgs []wireMessage, method, key string) string {
+	for _, m := range msgs {
+		if !m.fromExtension && m.request() && m.Method == method && strings.Contains(string(m.Params), key) {
+			return string(m.ID)
+		}
+	}
+	return ""
+}
+
+// answerTo is the package's answer to the host's request id.
+func answerTo(msgs []wireMessage, id string) *wireMessage {
+	seen := false
+	for i, m := range msgs {
+		if !m.fromExtension && m.request() && string(m.ID) == id {
+			seen = true
+		}
+		if seen && m.fromExtension && m.json && !m.request() && m.Method == "" && string(m.ID) == id {
+			return &msgs[i]
+		}
+	}
+	return nil
+}
+
+// firstCallbackAfter is the first call the package made to the host after
+// the host's request id.
+func firstCallbackAfter(msgs []wireMessage, id string) *wireMessage {
+	seen := false
+	for i, m := range msgs {
+		if !m.fromExtension && m.request() && string(m.ID) == id {
+			seen = true
+			continue
+		}
+		if seen && m.fromExtension && m.json && m.request() {
+			return &msgs[i]
+		}
+	}
+	return nil
+}
+
+// cancelledCallback reports whether the package sent $/cancel for its own
+// call id.
+func cancelledCallback(msgs []wireMessage, id string) bool {
+	for _, m := range msgs {
+		if m.fromExtension && m.json && m.Method == "$/cancel" && !m.request() {
+			var p struct {
+				ID json.RawMessage `json:"id"`
+			}
+			if json.Unmarshal(m.Params, &p) == nil && string(p.ID) == id {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// awaitAnswer waits up to bound for the package's answer to the request
+// of method whose params hold key.
+func awaitAnswer(ctx context.Context, d PackageDriver, method, key string, bound time.Duration) *wireMessage {
+	t := time.NewTimer(bound)
+	defer t.Stop()
+	for {
+		changed := d.WireChanged()
+		msgs := decodeWire(d.Wire(), 0)
+		if id := requestOf(msgs, method, key); id != "" {
+			if ans := answerTo(msgs, id); ans != nil {
+				return ans
+			}
+		}
+		select {
+		case <-changed:
+		case <-t.C:
+			return nil
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
