@@ -18,15 +18,34 @@ import (
 // a parent of the same scope) refusing a whole batch so nothing of it
 // applies, while an emission over its chain's causal bound is refused
 // alone and the rest commits.
+//
+// The Work an Event names (works) must be one the extension may see, as
+// state.work does (its scopes, its kinds): any other is refused exactly as
+// a Work that does not exist, on kv.commit, event.accept and
+// ingress.deliver alike. When the driver routes (Routes), routing offers a
+// handler only Work of the Event's own scope.
 func CheckExtensionEmissions(ctx context.Context, d ExtensionHostDriver) error {
-	return checkAll(ctx, extSuite(d, emissionChecks))
+	return checkAll(ctx, emissionSuite(d))
 }
 
 // RunExtensionEmissions runs CheckExtensionEmissions's checks as named
 // subtests.
 func RunExtensionEmissions(t *testing.T, d ExtensionHostDriver) {
 	t.Helper()
-	runAll(t, extSuite(d, emissionChecks))
+	runAll(t, emissionSuite(d))
+}
+
+// emissionSuite binds the emission checks to d; the routing checks are
+// skipped for a driver that does not route.
+func emissionSuite(d ExtensionHostDriver) []namedCheck {
+	checks := extSuite(d, emissionChecks)
+	for _, c := range extSuite(d, emissionRoutingChecks) {
+		if !d.Routes {
+			c.skip = "the driver does not route (ExtensionHostDriver.Routes)"
+		}
+		checks = append(checks, c)
+	}
+	return checks
 }
 
 var emissionChecks = []extCheck{
@@ -41,6 +60,14 @@ var emissionChecks = []extCheck{
 	{"unconfigured_scope_applies_nothing", checkEmitRefused(func(e *protocol.Emission) { e.ScopeID = scopeB }, nil)},
 	{"parent_in_another_scope_applies_nothing", checkEmitForeignParent},
 	{"causal_limit_refuses_alone", checkEmitCausalLimit},
+	{"foreign_work_in_emission_answers_as_missing", checkForeignWorkAnswersAsMissing(emitNaming)},
+	{"foreign_work_in_event_accept_answers_as_missing", checkForeignWorkAnswersAsMissing(acceptNaming)},
+	{"foreign_work_in_ingress_delivery_answers_as_missing", checkForeignWorkAnswersAsMissing(deliverNaming)},
+}
+
+// emissionRoutingChecks need a driver that routes.
+var emissionRoutingChecks = []extCheck{
+	{"routing_offers_only_the_events_scope", checkRoutingOffersOnlyTheEventsScope},
 }
 
 // rootEmission is a valid root Emission of alpha in scope-a.

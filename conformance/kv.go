@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/open-conduit/open-conduit/protocol"
+	"github.com/open-conduit/open-conduit/runtime"
 )
 
 // ExtensionHost is the host as one extension reaches it: each call is
@@ -22,19 +23,122 @@ type ExtensionHost interface {
 }
 
 // ExtensionSpec is one extension a suite needs: its manifest (the driver
-// supplies the command) and the scopes whose configuration uses it.
+// supplies the command), the scopes whose configuration uses it, the
+// ingress sources its configure registers and the Work of its kinds the
+// store holds when the check starts.
 type ExtensionSpec struct {
 	Manifest *protocol.Manifest
 	Scopes   []string
+	// Sources are what the extension's configure answers: the host serves
+	// ingress.deliver for them.
+	Sources []protocol.SourceDecl
+	// Works is Work as routing would have created it, there before the
+	// extensions start (SeedStore writes it with the scopes).
+	Works []runtime.Work
 }
 
 // ExtensionHostDriver starts a fresh host for one check of the extension
 // suites.
 type ExtensionHostDriver struct {
-	// Start sets up a host whose store has every scope the specs name,
-	// configures each extension with an entry in each of its scopes, and
-	// returns the host as each extension reaches it, by name. stop ends it.
+	// Start sets up a host whose store has every scope and Work the specs
+	// name (SeedStore), configures each extension with an entry in each of
+	// its scopes and the sources its spec names, and returns the host as
+	// each extension reaches it, by name. stop ends it.
 	Start func(ctx context.Context, specs []ExtensionSpec) (hosts map[string]ExtensionHost, stop func() error, err error)
+	// Routes says every host Start returns is also an ExtensionRouter, so
+	// the checks of what routing offers run; without it they are skipped.
+	Routes bool
+}
+
+// ExtensionRouter routes what the extensions accepted: a host a driver
+// returns implements it when the driver sets Routes.
+type ExtensionRouter interface {
+	// Route offers every Event not routed yet to handler, the one route
+	// of each scope the specs name (RouteStore does it with the runtime's
+	// engine over the host's store), and returns each Event's record.
+	Route(ctx context.Context, handler runtime.RouteHandler) ([]runtime.RouteRecord, error)
+}
+
+// SeedStore writes every scope and Work the specs name into st, as a
+// driver's Start does before the extensions start.
+func SeedStore(ctx context.Context, st runtime.Store, specs []ExtensionSpec) error {
+	return st.Transact(ctx, func(tx runtime.Tx) error {
+		for _, s := range specs {
+			for _, id := range s.Scopes {
+				if _, err := tx.PutScope(runtime.Scope{ID: id, Name: id}); err != nil {
+					return err
+				}
+			}
+		}
+		for _, s := range specs {
+			for _, w := range s.Works {
+				if _, err := tx.PutWork(w); err != nil {
+					return fmt.Errorf("seeding work %s: %w", w.ID, err)
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// suiteRouteHandler is the one handler RouteStore routes every scope with.
+const suiteRouteHandler = "conformance"
+
+// RouteStore routes the Events st holds that are not routed yet with a
+// runtime engine over it, each scope the specs name having one route on
+// handler (creating Work of the scope's first extension's first kind),
+// and returns the record of each Event it routed, in sequence order. It is
+// how a driver implements ExtensionRouter.
+func RouteStore(ctx context.Context, st runtime.Store, specs []ExtensionSpec, handler runtime.RouteHandler) ([]runtime.RouteRecord, error) {
+	routes := map[string][]runtime.Route{}
+	for _, s := range specs {
+		kind := s.Manifest.Name
+		if len(s.Manifest.Provides.WorkKinds) > 0 {
+			kind = s.Manifest.Provides.WorkKinds[0].Name
+		}
+		for _, id := range s.Scopes {
+			if routes[id] == nil {
+				routes[id] = []runtime.Route{{Handler: suiteRouteHandler, Kind: kind}}
+			}
+		}
+	}
+	e, err := runtime.New(runtime.Config{Store: st, Routes: routes,
+		Handlers: map[string]runtime.RouteHandler{suiteRouteHandler: handler}})
+	if err != nil {
+		return nil, err
+	}
+	defer e.Close()
+	from, err := e.RoutingCursor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		n, err := e.RoutePending(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			break
+		}
+	}
+	var evs []runtime.Event
+	err = st.View(ctx, func(r runtime.ReadTx) error {
+		var err error
+		evs, err = r.Events(from, runtime.MaxPageLimit)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []runtime.RouteRecord
+	for _, ev := range evs {
+		rec, err := e.RouteRecordOf(ctx, ev.ID)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rec)
+	}
+	return out, nil
 }
 
 // ExtensionCheckTimeout bounds one check of the extension suites.
@@ -50,24 +154,47 @@ const (
 )
 
 // suiteManifest is the manifest of one of the suites' extensions: one
-// ingress type with one family and one payload schema.
+// ingress type with one family and one payload schema, and one Work kind
+// with its route handler.
 func suiteManifest(name string) *protocol.Manifest {
 	return &protocol.Manifest{
 		Name: name, Version: "1.0.0", Command: []string{"bin/" + name}, Protocol: []protocol.Version{protocol.Version1},
 		Provides: protocol.Provides{
 			Extensions: []protocol.ExtensionDecl{{Type: name, Ingress: true,
 				Families: []protocol.FamilyDecl{{Name: name + ".note", Rederivable: true}}}},
-			Schemas: []protocol.SchemaDecl{{Base: name + ".note", Versions: []int{1}}},
+			Routes:    []protocol.RouteDecl{{Handler: name}},
+			WorkKinds: []protocol.WorkKindDecl{{Name: suiteKind(name)}},
+			Schemas:   []protocol.SchemaDecl{{Base: name + ".note", Versions: []int{1}}},
 		},
 	}
 }
 
+// suiteKind is the Work kind of the suite extension name.
+func suiteKind(name string) string { return name + "-job" }
+
+// The suites' Work: each extension's in its own scope, and alpha's of its
+// own kind in beta's scope (which alpha may see, as state.work does, but
+// routing must never offer for an Event of scope-a).
+const (
+	workAlpha          = "wk-alpha"
+	workBeta           = "wk-beta"
+	workAlphaElsewhere = "wk-alpha-elsewhere"
+)
+
 // SuiteSpecs are the extensions both suites start: a driver may check its
 // own manifests against them.
 func SuiteSpecs() []ExtensionSpec {
+	work := func(id, scope, owner string) runtime.Work {
+		return runtime.Work{ID: id, ScopeID: scope, Kind: suiteKind(owner), State: runtime.WorkPending,
+			CorrelationKeys: []string{"key:" + id}, Display: json.RawMessage(`{"title":"` + id + `"}`)}
+	}
 	return []ExtensionSpec{
-		{Manifest: suiteManifest(extAlpha), Scopes: []string{scopeA}},
-		{Manifest: suiteManifest(extBeta), Scopes: []string{scopeB}},
+		{Manifest: suiteManifest(extAlpha), Scopes: []string{scopeA},
+			Sources: []protocol.SourceDecl{{Name: extAlpha + "/in", ScopeID: scopeA, Families: []string{extAlpha + ".note"}}},
+			Works:   []runtime.Work{work(workAlpha, scopeA, extAlpha), work(workAlphaElsewhere, scopeB, extAlpha)}},
+		{Manifest: suiteManifest(extBeta), Scopes: []string{scopeB},
+			Sources: []protocol.SourceDecl{{Name: extBeta + "/in", ScopeID: scopeB, Families: []string{extBeta + ".note"}}},
+			Works:   []runtime.Work{work(workBeta, scopeB, extBeta)}},
 	}
 }
 

@@ -17,36 +17,40 @@ import (
 	"github.com/open-conduit/open-conduit/runtime/sqlite"
 )
 
-// openSuiteStore opens a store holding every scope the specs name.
+// openSuiteStore opens a store holding every scope and Work the specs
+// name.
 func openSuiteStore(ctx context.Context, dir string, specs []conformance.ExtensionSpec) (runtime.Store, error) {
 	st, err := sqlite.Open(dir)
 	if err != nil {
 		return nil, err
 	}
-	err = st.Transact(ctx, func(tx runtime.Tx) error {
-		for _, s := range specs {
-			for _, id := range s.Scopes {
-				if _, err := tx.PutScope(runtime.Scope{ID: id, Name: id}); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	})
-	if err != nil {
+	if err := conformance.SeedStore(ctx, st, specs); err != nil {
 		st.Close()
 		return nil, err
 	}
 	return st, nil
 }
 
-// generationOf configures an extension with one entry in each scope.
+// generationOf configures an extension with one entry in each scope; an
+// entry's config names the spec's source of its scope, which the wire
+// child registers (in process, configureResult does).
 func generationOf(s conformance.ExtensionSpec) protocol.ConfigureParams {
 	var p protocol.ConfigureParams
 	for _, id := range s.Scopes {
-		p.Entries = append(p.Entries, protocol.ConfigEntry{ScopeID: id, ID: "e-" + id, Type: s.Manifest.Name})
+		e := protocol.ConfigEntry{ScopeID: id, ID: "e-" + id, Type: s.Manifest.Name}
+		for _, src := range s.Sources {
+			if src.ScopeID == id {
+				e.Config, _ = json.Marshal(map[string]any{"source": src.Name, "families": src.Families})
+			}
+		}
+		p.Entries = append(p.Entries, e)
 	}
 	return p
+}
+
+// configureResult is what the extension's configure answers in process.
+func configureResult(s conformance.ExtensionSpec) protocol.ConfigureResult {
+	return protocol.ConfigureResult{Sources: s.Sources}
 }
 
 func inProcessServices(ctx context.Context, t *testing.T, specs []conformance.ExtensionSpec) (runtime.Store, map[string]*host.Service, error) {
@@ -70,13 +74,33 @@ func servicesWith(ctx context.Context, t *testing.T, specs []conformance.Extensi
 	svcs := map[string]*host.Service{}
 	for _, s := range specs {
 		svc := host.NewService(host.ServiceConfig{Manifest: s.Manifest, Store: st, Engine: eng})
-		if err := svc.Configure(generationOf(s), protocol.ConfigureResult{}); err != nil {
+		if err := svc.Configure(generationOf(s), configureResult(s)); err != nil {
 			st.Close()
 			return nil, nil, err
 		}
 		svcs[s.Manifest.Name] = svc
 	}
 	return st, svcs, nil
+}
+
+// routedHost is a host that also routes the store's Events with the
+// runtime's engine, for the suites' routing checks.
+type routedHost struct {
+	conformance.ExtensionHost
+	st    runtime.Store
+	specs []conformance.ExtensionSpec
+}
+
+func (r routedHost) Route(ctx context.Context, h runtime.RouteHandler) ([]runtime.RouteRecord, error) {
+	return conformance.RouteStore(ctx, r.st, r.specs, h)
+}
+
+// routed makes h an ExtensionRouter over st, unless it routes its own way.
+func routed(h conformance.ExtensionHost, st runtime.Store, specs []conformance.ExtensionSpec) conformance.ExtensionHost {
+	if _, ok := h.(conformance.ExtensionRouter); ok {
+		return h
+	}
+	return routedHost{h, st, specs}
 }
 
 // inProcessDriver reaches the host service directly: no JSON.
@@ -89,6 +113,7 @@ func inProcessDriver(t *testing.T) conformance.ExtensionHostDriver {
 // serviceDriver builds in-process services and wraps each.
 func serviceDriver(t *testing.T, wrap func(st runtime.Store, all map[string]*host.Service, svc *host.Service) conformance.ExtensionHost) conformance.ExtensionHostDriver {
 	return conformance.ExtensionHostDriver{
+		Routes: true,
 		Start: func(ctx context.Context, specs []conformance.ExtensionSpec) (map[string]conformance.ExtensionHost, func() error, error) {
 			st, svcs, err := inProcessServices(ctx, t, specs)
 			if err != nil {
@@ -96,7 +121,7 @@ func serviceDriver(t *testing.T, wrap func(st runtime.Store, all map[string]*hos
 			}
 			hosts := map[string]conformance.ExtensionHost{}
 			for n, svc := range svcs {
-				hosts[n] = wrap(st, svcs, svc)
+				hosts[n] = routed(wrap(st, svcs, svc), st, specs)
 			}
 			return hosts, st.Close, nil
 		},
@@ -118,8 +143,13 @@ func (r relay) Call(ctx context.Context, method string, params, result any) erro
 }
 
 // wireDriver starts each extension as a real process under the host.
-func wireDriver(t *testing.T) conformance.ExtensionHostDriver {
+func wireDriver(t *testing.T) conformance.ExtensionHostDriver { return wireDriverWith(t, nil) }
+
+// wireDriverWith is wireDriver with each service passed to weaken first
+// (a negative control), when it is set.
+func wireDriverWith(t *testing.T, weaken func(*host.Service)) conformance.ExtensionHostDriver {
 	return conformance.ExtensionHostDriver{
+		Routes: true,
 		Start: func(ctx context.Context, specs []conformance.ExtensionSpec) (map[string]conformance.ExtensionHost, func() error, error) {
 			st, err := openSuiteStore(ctx, t.TempDir(), specs)
 			if err != nil {
@@ -148,6 +178,9 @@ func wireDriver(t *testing.T) conformance.ExtensionHostDriver {
 					return nil, nil, err
 				}
 				svc := host.NewService(host.ServiceConfig{Manifest: loaded, Store: st})
+				if weaken != nil {
+					weaken(svc)
+				}
 				gen := generationOf(s)
 				p, err := host.NewProcess(host.Config{Package: host.Package{Name: m.Name, Dir: dir, Manifest: loaded},
 					StateRoot: state, Service: svc, Store: st, Configure: func() protocol.ConfigureParams { return gen }})
@@ -155,7 +188,7 @@ func wireDriver(t *testing.T) conformance.ExtensionHostDriver {
 					return nil, nil, err
 				}
 				procs = append(procs, p)
-				hosts[m.Name] = relay{p}
+				hosts[m.Name] = routed(relay{p}, st, specs)
 			}
 			for _, err := range host.StartAll(ctx, procs) {
 				if err != nil {
@@ -172,6 +205,7 @@ func wireDriver(t *testing.T) conformance.ExtensionHostDriver {
 // engine, as the daemon composes it.
 func engineDriver(t *testing.T) conformance.ExtensionHostDriver {
 	return conformance.ExtensionHostDriver{
+		Routes: true,
 		Start: func(ctx context.Context, specs []conformance.ExtensionSpec) (map[string]conformance.ExtensionHost, func() error, error) {
 			var engine *runtime.Engine
 			st, svcs, err := servicesWith(ctx, t, specs, func(st runtime.Store) (host.Engine, error) {
@@ -184,7 +218,7 @@ func engineDriver(t *testing.T) conformance.ExtensionHostDriver {
 			}
 			hosts := map[string]conformance.ExtensionHost{}
 			for n, svc := range svcs {
-				hosts[n] = svc
+				hosts[n] = routed(svc, st, specs)
 			}
 			return hosts, func() error { engine.Close(); return st.Close() }, nil
 		},
@@ -293,6 +327,58 @@ func (u uncheckedEmitter) Call(ctx context.Context, method string, params, resul
 	return protocol.SetResult(result, out)
 }
 
+// namedWorkRouter routes as if scope did not matter: it offers a handler
+// the first Work an Event names and attaches a match to it. It writes
+// nothing.
+type namedWorkRouter struct {
+	conformance.ExtensionHost
+	st runtime.Store
+}
+
+func (n namedWorkRouter) Route(ctx context.Context, h runtime.RouteHandler) ([]runtime.RouteRecord, error) {
+	var evs []runtime.Event
+	works := map[string]runtime.Work{}
+	err := n.st.View(ctx, func(r runtime.ReadTx) error {
+		var err error
+		if evs, err = r.Events(0, runtime.MaxPageLimit); err != nil {
+			return err
+		}
+		for _, ev := range evs {
+			for _, id := range ev.Works {
+				if w, err := r.Work(id); err == nil {
+					works[id] = w
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []runtime.RouteRecord
+	for _, ev := range evs {
+		in := runtime.RouteInput{ScopeID: ev.ScopeID, Event: ev}
+		if len(ev.Works) > 0 {
+			if w, ok := works[ev.Works[0]]; ok {
+				in.Work = &w
+			}
+		}
+		dec, err := h.Match(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		rec := runtime.RouteRecord{EventID: ev.ID, Disposition: runtime.DispositionUnmatched, Route: -1}
+		switch {
+		case dec.Match && in.Work != nil:
+			rec.Disposition, rec.Route, rec.WorkID = runtime.DispositionAttached, 0, in.Work.ID
+		case dec.Match:
+			rec.Disposition, rec.Route, rec.WorkID = runtime.DispositionCreated, 0, "wk-for-"+ev.ID
+		}
+		out = append(out, rec)
+	}
+	return out, nil
+}
+
 func TestNegativeControlsFailTheSuites(t *testing.T) {
 	ctx := ctxT(t)
 	unscoped := serviceDriver(t, func(_ runtime.Store, all map[string]*host.Service, svc *host.Service) conformance.ExtensionHost {
@@ -304,12 +390,24 @@ func TestNegativeControlsFailTheSuites(t *testing.T) {
 	unchecked := serviceDriver(t, func(st runtime.Store, _ map[string]*host.Service, svc *host.Service) conformance.ExtensionHost {
 		return uncheckedEmitter{svc: svc, st: st}
 	})
+	skipsWorkCheck := serviceDriver(t, func(_ runtime.Store, _ map[string]*host.Service, svc *host.Service) conformance.ExtensionHost {
+		host.SkipWorkCheck(svc)
+		return svc
+	})
+	namedWork := serviceDriver(t, func(st runtime.Store, _ map[string]*host.Service, svc *host.Service) conformance.ExtensionHost {
+		return namedWorkRouter{svc, st}
+	})
+	foreignWorkChecks := []string{"foreign_work_in_emission_answers_as_missing",
+		"foreign_work_in_event_accept_answers_as_missing", "foreign_work_in_ingress_delivery_answers_as_missing"}
 	for _, tc := range []struct {
 		name  string
 		check func(context.Context, conformance.ExtensionHostDriver) error
 		d     conformance.ExtensionHostDriver
 		want  []string
 	}{
+		{"host skipping the works check", conformance.CheckExtensionEmissions, skipsWorkCheck, foreignWorkChecks},
+		{"host skipping the works check, over the wire", conformance.CheckExtensionEmissions, wireDriverWith(t, host.SkipWorkCheck), foreignWorkChecks},
+		{"router offering any named Work", conformance.CheckExtensionEmissions, namedWork, []string{"routing_offers_only_the_events_scope"}},
 		{"unscoped KV", conformance.CheckExtensionKV, unscoped, []string{"isolated_from_other_extensions", "foreign_namespace_refused"}},
 		{"non-atomic commit", conformance.CheckExtensionKV, nonAtomic, []string{"batch_is_atomic"}},
 		{"non-atomic emissions", conformance.CheckExtensionEmissions, nonAtomic, []string{"undeclared_family_applies_nothing"}},

@@ -103,9 +103,10 @@ type RouteInput struct {
 	ScopeID string
 	Route   Route
 	Event   Event
-	// Work is the Work the Event names (its first Works entry), if any, as
-	// it stood when the snapshot was taken; its Display is what a match
-	// without a display keeps.
+	// Work is the first Work the Event names (Works) that is in the
+	// Event's own scope, if any, as it stood when the snapshot was taken;
+	// its Display is what a match without a display keeps. A Work of
+	// another scope is never offered.
 	Work *Work
 }
 

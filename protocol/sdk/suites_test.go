@@ -61,24 +61,15 @@ func (c throughHost) Call(ctx context.Context, method string, params, result any
 	return protocol.SetResult(result, v)
 }
 
-// suiteServices opens an SQLite store holding every scope the specs name
-// and a host service per spec, configured with one entry in each of its
-// scopes.
+// suiteServices opens an SQLite store holding every scope and Work the
+// specs name and a host service per spec, configured with one entry in
+// each of its scopes and the sources its spec registers.
 func suiteServices(ctx context.Context, t *testing.T, specs []conformance.ExtensionSpec) (runtime.Store, map[string]*host.Service, error) {
 	st, err := sqlite.Open(t.TempDir())
 	if err != nil {
 		return nil, nil, err
 	}
-	err = st.Transact(ctx, func(tx runtime.Tx) error {
-		for _, s := range specs {
-			for _, id := range s.Scopes {
-				if _, err := tx.PutScope(runtime.Scope{ID: id, Name: id}); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	})
+	err = conformance.SeedStore(ctx, st, specs)
 	svcs := map[string]*host.Service{}
 	for _, s := range specs {
 		if err != nil {
@@ -89,7 +80,7 @@ func suiteServices(ctx context.Context, t *testing.T, specs []conformance.Extens
 			gen.Entries = append(gen.Entries, protocol.ConfigEntry{ScopeID: id, ID: "e-" + id, Type: s.Manifest.Name})
 		}
 		svc := host.NewService(host.ServiceConfig{Manifest: s.Manifest, Store: st})
-		err = svc.Configure(gen, protocol.ConfigureResult{})
+		err = svc.Configure(gen, protocol.ConfigureResult{Sources: s.Sources})
 		svcs[s.Manifest.Name] = svc
 	}
 	if err != nil {
