@@ -138,6 +138,11 @@ type EventPage struct {
 	// Next is the cursor of the following page (the last sequence read),
 	// 0 when the page was short: the end of the log for now.
 	Next int64 `json:"next,omitempty"`
+	// LatestChange is the change log's last Seq as of this page's read.
+	// To follow the log without a gap, page until a short page, then open
+	// the change stream after that page's LatestChange: every Event
+	// accepted after the read has a later change.
+	LatestChange int64 `json:"latest_change"`
 }
 
 // RouteRecord is what routing did with one Event.

@@ -59,11 +59,46 @@ type command struct {
 // the dispatcher answers for it.
 var commands = []command{
 	{
+		name:    "config apply",
+		args:    "[flags] FILE",
+		summary: "apply a configuration to the running daemon",
+		details: "The daemon validates FILE whole; a refused one changes nothing (every problem is listed)\nand the running generation keeps serving.\n\nflags:\n" + opsFlagsHelp + opsExitHelp,
+		run:     configApplyCommand,
+	},
+	{
+		name:    "config show",
+		args:    "[flags]",
+		summary: "print the running configuration, secrets redacted",
+		details: "flags:\n" + opsFlagsHelp + opsExitHelp,
+		run:     configShowCommand,
+	},
+	{
+		name:    "config validate",
+		args:    "[flags] FILE",
+		summary: "check a configuration against the running daemon",
+		details: "Exit status 1 also when FILE is invalid; every problem is listed with its JSON path.\n\nflags:\n" + opsFlagsHelp + opsExitHelp,
+		run:     configValidateCommand,
+	},
+	{
+		name:    "events",
+		args:    "[--scope ID] [--after SEQ] [--limit N] [--follow] [flags]",
+		summary: "list accepted events, or follow new ones",
+		details: "--follow prints the events after SEQ and then each new one as it is accepted, until interrupted\n(with --json, one event per line).\n\nflags:\n" + opsFlagsHelp + opsExitHelp,
+		run:     eventsCommand,
+	},
+	{
 		name:    "extension certify",
 		args:    "[flags] DIR",
 		summary: "certify a package over the wire",
 		ownHelp: true,
 		run:     certifyCommand,
+	},
+	{
+		name:    "extension list",
+		args:    "[flags]",
+		summary: "list the running daemon's packages and their state",
+		details: "flags:\n" + opsFlagsHelp + opsExitHelp,
+		run:     extensionListCommand,
 	},
 	{
 		name:    "extension validate",
@@ -88,9 +123,37 @@ A manifest whose command is "open-conduit extension-run NAME" runs it.
 		run: extensionRunCommand,
 	},
 	{
+		name:    "route trace",
+		args:    "--scope ID (--sample NAME | --event FILE) [flags]",
+		summary: "show how each route of a scope would decide an event; writes nothing",
+		details: "FILE is a JSON event: {\"source\":…, \"family\":…, \"type\":…, \"payload\":…}. A sample is one the\nscope's routes offer.\n\nflags:\n" + opsFlagsHelp + opsExitHelp,
+		run:     routeTraceCommand,
+	},
+	{
+		name:    "status",
+		args:    "[flags]",
+		summary: "show the running daemon: generation, readiness, paths, packages",
+		details: "flags:\n" + opsFlagsHelp + opsExitHelp,
+		run:     statusCommand,
+	},
+	{
 		name:    "version",
 		summary: "print the build's protocol versions",
 		run:     versionCommand,
+	},
+	{
+		name:    "waits",
+		args:    "[--scope ID] [--after WORK] [--limit N] [flags]",
+		summary: "list what work is waiting for",
+		details: "flags:\n" + opsFlagsHelp + opsExitHelp,
+		run:     waitsCommand,
+	},
+	{
+		name:    "work",
+		args:    "[--scope ID] [--state STATE] [--after WORK] [--limit N] [flags] [ID]",
+		summary: "list work, or show one work with its display, wait and executions",
+		details: "flags:\n" + opsFlagsHelp + opsExitHelp,
+		run:     workCommand,
 	},
 }
 

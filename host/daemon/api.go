@@ -316,7 +316,12 @@ func (a *api) events(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	scope, scoped := q.Get("scope"), q.Has("scope")
+	var latest int64
 	page, err := view(r.Context(), a.b.Store(), func(tx runtime.ReadTx) ([]runtime.Event, error) {
+		var err error
+		if latest, err = tx.LatestChange(); err != nil {
+			return nil, err
+		}
 		if scoped {
 			return tx.ScopeEvents(scope, after, limit)
 		}
@@ -325,7 +330,7 @@ func (a *api) events(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := client.EventPage{Events: make([]client.Event, 0, len(page))}
+	out := client.EventPage{Events: make([]client.Event, 0, len(page)), LatestChange: latest}
 	for _, e := range page {
 		out.Events = append(out.Events, wireEvent(e))
 	}
