@@ -19,6 +19,22 @@ func (r *Remote) Ingress(src protocol.SourceDecl, typ, entryID string) runtime.I
 	return remoteIngress{r: r, src: src, typ: typ, entry: entryID}
 }
 
+// checkWorks refuses works naming a Work the extension may not see, by
+// its service's rule (Service.namedWorks), for the drafts the host accepts
+// outside the service: an ingress source's push and reconcile answers.
+// Without a service nothing can be seen.
+func (r *Remote) checkWorks(ctx context.Context, works []string) error {
+	if len(works) == 0 {
+		return nil
+	}
+	svc := r.conn.Service()
+	if svc == nil {
+		return fmt.Errorf("%w: work %q not found", runtime.ErrNotFound, works[0])
+	}
+	g := svc.generation()
+	return protocolToRuntime(svc.view(ctx, func(tx runtime.ReadTx) error { return svc.namedWorks(tx, g, works) }))
+}
+
 type remoteIngress struct {
 	r     *Remote
 	src   protocol.SourceDecl
@@ -27,7 +43,7 @@ type remoteIngress struct {
 }
 
 // envelope checks one draft and turns it into an envelope of the source.
-func (in remoteIngress) envelope(i int, d protocol.EventDraft) (runtime.Envelope, error) {
+func (in remoteIngress) envelope(ctx context.Context, i int, d protocol.EventDraft) (runtime.Envelope, error) {
 	m := in.r.conn.Manifest()
 	scope := d.ScopeID
 	if scope == "" {
@@ -44,6 +60,9 @@ func (in remoteIngress) envelope(i int, d protocol.EventDraft) (runtime.Envelope
 	if err := m.CheckWrite(d.Schema); err != nil {
 		return runtime.Envelope{}, fmt.Errorf("%w: event %d: %w", runtime.ErrInvalid, i, err)
 	}
+	if err := in.r.checkWorks(ctx, d.Works); err != nil {
+		return runtime.Envelope{}, fmt.Errorf("event %d: %w", i, err)
+	}
 	return runtime.Envelope{Source: in.src.Name, DeliveryID: d.DeliveryID, ScopeID: scope, Family: d.Family,
 		Type: d.Type, Schema: d.Schema, Payload: d.Payload, Works: d.Works, OccurredAt: d.OccurredAt}, nil
 }
@@ -58,7 +77,7 @@ func (in remoteIngress) Push(ctx context.Context, d runtime.Delivery) ([]runtime
 	}
 	out := make([]runtime.Envelope, 0, len(res.Events))
 	for i, draft := range res.Events {
-		env, err := in.envelope(i, draft)
+		env, err := in.envelope(ctx, i, draft)
 		if err != nil {
 			return nil, err
 		}
@@ -81,7 +100,7 @@ func (in remoteIngress) Reconcile(ctx context.Context, req runtime.ReconcileRequ
 	}
 	page := runtime.ReconcilePage{Next: res.Next, Complete: res.Complete}
 	for i, o := range res.Observations {
-		env, err := in.envelope(i, o.Event)
+		env, err := in.envelope(ctx, i, o.Event)
 		if err != nil {
 			return runtime.ReconcilePage{}, err
 		}

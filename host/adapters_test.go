@@ -2,6 +2,7 @@ package host_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -155,4 +156,33 @@ func TestAdapterIngressChecksWhatTheExtensionReturns(t *testing.T) {
 		_, err = src.Push(ctxT(t), runtime.Delivery{ID: "d2", Body: []byte("other.family")})
 		assert.ErrorIs(t, err, runtime.ErrUnauthorized)
 	})
+}
+
+// TestAdapterIngressNamesOnlyWorkItMaySee: a pushed Event naming (works)
+// a Work of another scope and kind is refused exactly as one naming a Work
+// that does not exist; a Work of the extension's own kind may be named.
+func TestAdapterIngressNamesOnlyWorkItMaySee(t *testing.T) {
+	extensionBothWays(t, "adapt", manifestJSON("adapt", "sdk", adaptProvides("adapt"), nil), adaptExtension,
+		func(t *testing.T, conn host.Conn, fx *fixture) {
+			require.NoError(t, fx.store.Transact(ctxT(t), func(tx runtime.Tx) error {
+				for _, w := range []runtime.Work{{ID: "wk-other", ScopeID: "s2", Kind: "other", State: runtime.WorkPending},
+					{ID: "wk-own-kind", ScopeID: "s2", Kind: "adapt", State: runtime.WorkPending}} {
+					if _, err := tx.PutWork(w); err != nil {
+						return err
+					}
+				}
+				return nil
+			}))
+			src := host.NewRemote(conn).Ingress(protocol.SourceDecl{Name: "adapt/in", ScopeID: "s1", Families: []string{"adapt.note"}}, "adapt", "e1")
+			push := func(works string) error {
+				_, err := src.Push(ctxT(t), runtime.Delivery{ID: "d-" + works, Body: []byte("adapt.note"),
+					Headers: map[string][]string{"works": {works}}})
+				return err
+			}
+			foreign, missing := push("wk-other"), push("wk-missing")
+			require.ErrorIs(t, foreign, runtime.ErrNotFound)
+			require.ErrorIs(t, missing, runtime.ErrNotFound)
+			assert.Equal(t, strings.ReplaceAll(missing.Error(), "wk-missing", "ID"), strings.ReplaceAll(foreign.Error(), "wk-other", "ID"))
+			assert.NoError(t, push("wk-own-kind"))
+		})
 }

@@ -50,8 +50,10 @@ func adaptExtension(manifest []byte) *sdk.Extension {
 		},
 		Ingress: map[string]sdk.Ingress{name: {Push: func(ctx context.Context, h *sdk.Host, p protocol.IngressPushParams) (protocol.IngressPushResult, error) {
 			// The body is the family to claim, so a test can make it lie.
+			// Its "works" header is the Work the Event names.
 			return protocol.IngressPushResult{Events: []protocol.EventDraft{{Source: p.Source, DeliveryID: p.Delivery.ID,
-				Family: string(p.Delivery.Body), Schema: name + ".note.v1", Payload: json.RawMessage(`{}`)}}}, nil
+				Family: string(p.Delivery.Body), Schema: name + ".note.v1", Payload: json.RawMessage(`{}`),
+				Works: p.Delivery.Headers["works"]}}}, nil
 		}}},
 		Routes: map[string]sdk.Route{name: {Match: func(ctx context.Context, p protocol.RouteMatchParams) (protocol.RouteMatchResult, error) {
 			if p.Event.Type != "match" {
