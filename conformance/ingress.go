@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -56,6 +57,7 @@ var ingressChecks = []ingressCheck{
 	{"engine_partial_scan", true, checkEnginePartialScan},
 	{"engine_identity_conflict", true, checkEngineIdentityConflict},
 	{"push_durable", false, checkPushDurable},
+	{"engine_routes_no_foreign_work", false, checkEngineRoutesNoForeignWork},
 }
 
 // CheckIngress runs every ingress check and returns the failures joined,
@@ -243,10 +245,18 @@ func checkVersionMintsIdentity(ctx context.Context, d IngressDriver) error {
 	return nil
 }
 
-// withEngine runs f with an engine over a fresh store and the source.
+// ingressScope is the scope the engine checks deliver the source into.
+const ingressScope = "conformance"
+
 // withEngine runs f on an engine over a fresh store, reading a source of
 // items that f may swap for another upstream (sw) mid-check.
-func withEngine(ctx context.Context, d IngressDriver, items []IngressItem, f func(e *runtime.Engine, s runtime.Store, sw *swappable) error) (err error) {
+func withEngine(ctx context.Context, d IngressDriver, items []IngressItem, f func(e *runtime.Engine, s runtime.Store, sw *swappable) error) error {
+	return withRoutedEngine(ctx, d, items, nil, f)
+}
+
+// withRoutedEngine is withEngine with handler, when set, as the one route
+// of the source's scope.
+func withRoutedEngine(ctx context.Context, d IngressDriver, items []IngressItem, handler runtime.RouteHandler, f func(e *runtime.Engine, s runtime.Store, sw *swappable) error) (err error) {
 	src, err := d.NewSource(ctx, items)
 	if err != nil {
 		return err
@@ -261,7 +271,12 @@ func withEngine(ctx context.Context, d IngressDriver, items []IngressItem, f fun
 		}
 	}()
 	sw := &swappable{src}
-	e, err := runtime.New(runtime.Config{Store: s, Sources: map[string]runtime.Source{d.Name: {ScopeID: "conformance", Ingress: sw, PageLimit: scanPage}}})
+	cfg := runtime.Config{Store: s, Sources: map[string]runtime.Source{d.Name: {ScopeID: ingressScope, Ingress: sw, PageLimit: scanPage}}}
+	if handler != nil {
+		cfg.Handlers = map[string]runtime.RouteHandler{suiteRouteHandler: handler}
+		cfg.Routes = map[string][]runtime.Route{ingressScope: {{Handler: suiteRouteHandler, Kind: "conformance-item"}}}
+	}
+	e, err := runtime.New(cfg)
 	if err != nil {
 		return err
 	}
@@ -450,4 +465,116 @@ func checkPushDurable(ctx context.Context, d IngressDriver) error {
 		}
 		return err
 	})
+}
+
+// namingWorks makes every envelope of the source name works.
+type namingWorks struct {
+	runtime.IngressSource
+	works []string
+}
+
+func (n namingWorks) Push(ctx context.Context, d runtime.Delivery) ([]runtime.Envelope, error) {
+	envs, err := n.IngressSource.Push(ctx, d)
+	for i := range envs {
+		envs[i].Works = append(envs[i].Works, n.works...)
+	}
+	return envs, err
+}
+
+func (n namingWorks) Reconcile(ctx context.Context, req runtime.ReconcileRequest) (runtime.ReconcilePage, error) {
+	p, err := n.IngressSource.Reconcile(ctx, req)
+	for i := range p.Observations {
+		p.Observations[i].Envelope.Works = append(p.Observations[i].Envelope.Works, n.works...)
+	}
+	return p, err
+}
+
+// workOffers is a route handler that takes every Event, correlating it by
+// the key of a Work of another scope, and records the Work it is offered.
+type workOffers struct {
+	mu      sync.Mutex
+	key     string
+	offered map[string]*runtime.Work // by Event ID
+}
+
+func (o *workOffers) Match(_ context.Context, in runtime.RouteInput) (runtime.RouteDecision, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.offered[in.Event.ID] = in.Work
+	return runtime.RouteDecision{Match: true, Reason: "the suite takes every Event", CorrelationKeys: []string{o.key}}, nil
+}
+
+// checkEngineRoutesNoForeignWork: the source's Events, each naming a Work
+// of another scope (first, by ID) and one of the source's own scope, are
+// offered to the scope's route with the Work of their own scope only, and
+// a match on the other Work's correlation key never attaches to it.
+func checkEngineRoutesNoForeignWork(ctx context.Context, d IngressDriver) error {
+	const foreign, own = "wk-a-elsewhere", "wk-b-here"
+	offers := &workOffers{key: "key:" + foreign, offered: map[string]*runtime.Work{}}
+	return withRoutedEngine(ctx, d, fixture(2), offers, func(e *runtime.Engine, s runtime.Store, sw *swappable) error {
+		err := s.Transact(ctx, func(tx runtime.Tx) error {
+			for _, w := range []runtime.Work{
+				{ID: foreign, ScopeID: ingressScope + "-other", Kind: "conformance-item", State: runtime.WorkPending, CorrelationKeys: []string{offers.key}},
+				{ID: own, ScopeID: ingressScope, Kind: "conformance-item", State: runtime.WorkPending},
+			} {
+				if _, err := tx.PutWork(w); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		sw.IngressSource = namingWorks{sw.IngressSource, []string{foreign, own}}
+		var evs []runtime.Event
+		if d.Deliver != nil {
+			evs, err = e.Push(ctx, d.Name, d.Deliver(fixture(2)))
+		} else {
+			var rep runtime.ReconcileReport
+			rep, err = e.Reconcile(ctx, d.Name)
+			evs = rep.Accepted
+		}
+		if err != nil {
+			return fmt.Errorf("accepting the source's Events: %w", err)
+		}
+		if len(evs) == 0 {
+			return errors.New("could not exercise: the source gave no Event")
+		}
+		for {
+			n, err := e.RoutePending(ctx)
+			if err != nil {
+				return fmt.Errorf("routing: %w", err)
+			}
+			if n == 0 {
+				break
+			}
+		}
+		var errs []error
+		for _, ev := range evs {
+			offers.mu.Lock()
+			w, ok := offers.offered[ev.ID]
+			offers.mu.Unlock()
+			switch {
+			case !ok:
+				errs = append(errs, fmt.Errorf("event %s was never offered to the scope's route", ev.ID))
+			case w == nil || w.ID != own:
+				errs = append(errs, fmt.Errorf("event %s of %s naming %s and %s was offered %v, want %s", ev.ID, ingressScope, foreign, own, workID(w), own))
+			}
+			rec, err := e.RouteRecordOf(ctx, ev.ID)
+			if err != nil {
+				errs = append(errs, err)
+			} else if rec.WorkID == foreign {
+				errs = append(errs, fmt.Errorf("event %s of %s was attached to %s of another scope", ev.ID, ingressScope, foreign))
+			}
+		}
+		return errors.Join(errs...)
+	})
+}
+
+func workID(w *runtime.Work) string {
+	if w == nil {
+		return "no Work"
+	}
+	return w.ID + " of " + w.ScopeID
 }
