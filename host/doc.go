@@ -10,7 +10,9 @@
 //     directory in its own process group, a sanitised environment
 //     (Environment), stderr to a bounded log (LogPath), a private state
 //     directory (StateDir), the initialize and configure handshake with
-//     its deterministic refusals (ErrRefused, never restarted), restarts
+//     its deterministic refusals (ErrRefused, never restarted) and nothing
+//     served before it (every call the process makes before its initialize
+//     answer has been checked is refused unauthorized), restarts
 //     with exponential backoff after a crash on an injectable Clock, and a
 //     bounded Close (shutdown, end of stdin, SIGTERM, SIGKILL to the group,
 //     reaping, a detached descendant reported);
@@ -19,7 +21,9 @@
 //     its own namespaces, kv.commit emissions, state reads limited to its
 //     scopes and its own Work kinds, event.accept, timers, secrets,
 //     artifacts, ingress.deliver, wait.progress and work.cancel, with every
-//     runtime error mapped onto a protocol code in one table;
+//     runtime error mapped onto a protocol code in one table; an Event it
+//     hands the host may name (works) only Work those state reads see, any
+//     other answering as a Work that does not exist;
 //   - bounded in-transaction calls (Process.CallInTx): a hard deadline, and
 //     every callback refused with reentrant_call while one is outstanding;
 //   - the adapters (Remote) that present a running package through the
