@@ -167,6 +167,12 @@ func (c *Client) ApplyConfig(ctx context.Context, doc []byte) (Generation, error
 	return *out.Generation, nil
 }
 
+// Reconcile runs one reconcile scan of an ingress source now.
+func (c *Client) Reconcile(ctx context.Context, source string) (ReconcileResult, error) {
+	var out ReconcileResult
+	return out, c.do(ctx, "POST", "/v1/sources/"+url.PathEscape(source)+"/reconcile", nil, nil, &out)
+}
+
 func setString(v url.Values, name, s string) {
 	if s != "" {
 		v.Set(name, s)

@@ -346,6 +346,21 @@ type ConfigResult struct {
 	Generation *Generation `json:"generation,omitempty"`
 }
 
+// ReconcileResult answers POST /v1/sources/{name}/reconcile: one scan of
+// an ingress source, run now.
+type ReconcileResult struct {
+	Source   string `json:"source"`
+	Pages    int    `json:"pages"`
+	Observed int    `json:"observed"`
+	// Accepted are the Events the scan added.
+	Accepted  []Event `json:"accepted"`
+	Unchanged int     `json:"unchanged"`
+	// Complete reports a complete scan: only then were absent items
+	// inferred and the checkpoint advanced.
+	Complete bool     `json:"complete"`
+	Absent   []string `json:"absent,omitempty"`
+}
+
 // The kinds of change on the stream.
 const (
 	ChangeEvent = "event" // an Event was accepted

@@ -75,6 +75,7 @@ var apiRoutes = []apiRoute{
 	{"GET", "/v1/scopes", nil, (*api).scopes},
 	{"GET", "/v1/scopes/{id}/samples", nil, (*api).samples},
 	{"POST", "/v1/scopes/{id}/route/trace", nil, (*api).trace},
+	{"POST", "/v1/sources/{name}/reconcile", nil, (*api).reconcile},
 	{"GET", "/v1/events", []string{"scope", "after", "limit"}, (*api).events},
 	{"GET", "/v1/events/{id}", nil, (*api).event},
 	{"GET", "/v1/work", []string{"scope", "state", "after", "limit"}, (*api).works},
@@ -301,6 +302,26 @@ func traceEnvelope(scope string, te client.TraceEvent) (runtime.Event, error) {
 func traceEventOf(env runtime.Envelope) client.TraceEvent {
 	return client.TraceEvent{Source: env.Source, DeliveryID: env.DeliveryID, Family: env.Family, Type: env.Type,
 		Schema: env.Schema, Payload: env.Payload, Works: env.Works, OccurredAt: env.OccurredAt}
+}
+
+// ---- ingress ----
+
+// reconcile runs one scan of a source now, as its schedule would.
+func (a *api) reconcile(w http.ResponseWriter, r *http.Request) error {
+	name := r.PathValue("name")
+	rep, err := a.b.Engine().Reconcile(r.Context(), name)
+	if errors.Is(err, runtime.ErrNotFound) {
+		return client.Errorf(client.CodeNotFound, "no source %q", clipForMessage(name))
+	}
+	if err != nil {
+		return err
+	}
+	out := client.ReconcileResult{Source: name, Pages: rep.Pages, Observed: rep.Observed, Accepted: []client.Event{},
+		Unchanged: rep.Unchanged, Complete: rep.Complete, Absent: rep.Absent}
+	for _, e := range rep.Accepted {
+		out.Accepted = append(out.Accepted, wireEvent(e))
+	}
+	return ok(w, out)
 }
 
 // ---- events ----

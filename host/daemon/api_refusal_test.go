@@ -41,6 +41,7 @@ func TestAPIRefusals(t *testing.T) {
 		{"bad work state", "GET", "/v1/work?state=asleep", "", client.CodeInvalidRequest},
 		{"unknown event", "GET", "/v1/events/nope", "", client.CodeNotFound},
 		{"unknown work", "GET", "/v1/work/nope", "", client.CodeNotFound},
+		{"reconcile an unknown source", "POST", "/v1/sources/nope/reconcile", "", client.CodeNotFound},
 		{"trace in an unknown scope", "POST", "/v1/scopes/nope/route/trace", `{"sample":"opened"}`, client.CodeNotFound},
 		{"trace body empty", "POST", trace, "", client.CodeInvalidRequest},
 		{"trace body not JSON", "POST", trace, `{"sample":`, client.CodeInvalidRequest},
@@ -98,7 +99,7 @@ func TestAPIRoutesTable(t *testing.T) {
 		assert.False(t, seen[key], "route %s is listed twice", key)
 		seen[key] = true
 		assert.True(t, strings.HasPrefix(rt.pattern, "/v1/"), "route %s is versioned", key)
-		path := strings.ReplaceAll(rt.pattern, "{id}", "x")
+		path := strings.NewReplacer("{id}", "x", "{name}", "x").Replace(rt.pattern)
 		req, err := http.NewRequestWithContext(t.Context(), "PATCH", "http://x"+path, bytes.NewReader(nil))
 		require.NoError(t, err)
 		resp, err := hc.Do(req)
