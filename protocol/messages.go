@@ -810,6 +810,8 @@ type ArtifactAbortResult struct{}
 // messageShapes are the shapes of this file's methods; the generated
 // reference reads them with wire.go's (allShapes).
 var messageShapes = map[string]methodShape{
+	"validate": {ValidateParams{}, ValidateResult{}},
+
 	"route.match":   {RouteMatchParams{}, RouteMatchResult{}},
 	"route.samples": {RouteSamplesParams{}, RouteSamplesResult{}},
 

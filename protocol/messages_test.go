@@ -34,6 +34,14 @@ const sampleExecutionJSON = `{"id":"x1","work_id":"w1","attempt":1,"executor":"n
 // encoded, equals the golden JSON, and the golden JSON, decoded strictly,
 // equals the Go value.
 var messageCases = []wireCase{
+	{"validate params", &protocol.ValidateParams{Kind: protocol.ValidateBinding, Type: "notes", ScopeID: "team", ID: "r1",
+		Config: raw(`{"tag":"x"}`), Binding: &protocol.BindingView{Name: "review", Executor: "runner", ExecutorConfig: raw(`{}`),
+			Operations: []string{"notes.add"}, Toolsets: []string{"notes.agent"}, Connection: "gh"}, SecretNames: []string{"token"}},
+		`{"kind":"binding","type":"notes","scope_id":"team","id":"r1","config":{"tag":"x"},
+		"binding":{"name":"review","executor":"runner","executor_config":{},"operations":["notes.add"],"toolsets":["notes.agent"],"connection":"gh"},
+		"secret_names":["token"]}`},
+	{"validate result", &protocol.ValidateResult{Describe: []string{"a note store"}, Warnings: []string{"dir is ignored"}},
+		`{"describe":["a note store"],"warnings":["dir is ignored"]}`},
 	{"route.match params", &protocol.RouteMatchParams{Handler: "notes", ScopeID: "team", RouteID: "r1", Config: raw(`{"folder":"a"}`), Event: sampleEvent, Work: &sampleWork},
 		`{"handler":"notes","scope_id":"team","route_id":"r1","config":{"folder":"a"},"event":` + sampleEventJSON + `,"work":` + sampleWorkJSON + `}`},
 	{"route.match result", &protocol.RouteMatchResult{Match: true, Reason: "a note", Kind: "notes-review", CorrelationKeys: []string{"notes:1"},

@@ -134,6 +134,14 @@ type ConfigureParams struct {
 	Disabled []ConfigEntry `json:"disabled,omitempty"`
 	// KV is the extension's KV layout.
 	KV KVLayout `json:"kv"`
+	// Generation is the number of the operator's configuration generation
+	// these params come from, 0 for the empty configuration a daemon runs
+	// before one is applied. A package may log or report it; it never
+	// needs to compare it.
+	Generation int64 `json:"generation,omitempty"`
+	// GenerationHash is the hash ("sha256:<hex>") of that generation's
+	// document.
+	GenerationHash string `json:"generation_hash,omitempty"`
 }
 
 // SourceDecl is an ingress source the extension registers in configure.
@@ -157,6 +165,76 @@ type ConfigureResult struct {
 	// WebhookPaths are the webhook paths it serves, each under its own
 	// namespace; a path covers the paths beneath it.
 	WebhookPaths []string `json:"webhook_paths,omitempty"`
+}
+
+// The kinds of object validate checks.
+const (
+	// ValidateExtension is a config entry of one of the extension's
+	// extension types (Type is the type).
+	ValidateExtension = "extension"
+	// ValidateRoute is a route's handler config (Type is the handler).
+	ValidateRoute = "route"
+	// ValidateBinding is the binding a route binds, checked by a handler
+	// declared with binding (Type is the handler, Binding the binding).
+	ValidateBinding = "binding"
+	// ValidateExecutor is a binding's executor config (Type is the
+	// executor).
+	ValidateExecutor = "executor"
+	// ValidateConnection is a connection of one of the extension's
+	// connection types (Type is the type; SecretNames its secret keys).
+	ValidateConnection = "connection"
+)
+
+// ValidateParams asks the extension to check one config object of one of
+// its types, before the host applies a configuration. It is a pure
+// question: the extension answers from the params alone.
+type ValidateParams struct {
+	// Kind is what the object is: "extension" (an entry of an extension
+	// type), "route" (a route's handler config), "binding" (the binding a
+	// route binds), "executor" (a binding's executor config) or
+	// "connection".
+	Kind string `json:"kind"`
+	// Type names the type, handler or executor the object is of.
+	Type string `json:"type"`
+	// ScopeID is the scope the object is in; empty for a connection.
+	ScopeID string `json:"scope_id,omitempty"`
+	// ID names the object: the entry, route or binding, or the connection.
+	ID string `json:"id,omitempty"`
+	// Config is the object's config, as the operator wrote it.
+	Config json.RawMessage `json:"config,omitempty"`
+	// Binding is the binding a route binds (kind binding only).
+	Binding *BindingView `json:"binding,omitempty"`
+	// SecretNames are the secret keys a connection has references for
+	// (kind connection only); never their references or values.
+	SecretNames []string `json:"secret_names,omitempty"`
+}
+
+// BindingView is a binding as validate shows it to a route handler.
+type BindingView struct {
+	// Name names the binding in its scope.
+	Name string `json:"name"`
+	// Executor is the executor that runs the route's Work.
+	Executor string `json:"executor"`
+	// ExecutorConfig is the binding's executor config.
+	ExecutorConfig json.RawMessage `json:"executor_config,omitempty"`
+	// Operations are the toolbelt operations the binding grants.
+	Operations []string `json:"operations,omitempty"`
+	// Toolsets are the toolsets the binding grants.
+	Toolsets []string `json:"toolsets,omitempty"`
+	// Connection is the connection the executions act as.
+	Connection string `json:"connection,omitempty"`
+}
+
+// ValidateResult is a valid object's description. A refusal is an error
+// answer coded invalid whose message says what is wrong (one line, naming
+// the rule, never echoing a config value).
+type ValidateResult struct {
+	// Describe says, a line each, what the object sets up, for the
+	// config view.
+	Describe []string `json:"describe,omitempty"`
+	// Warnings are fixed sentences about a valid config that should
+	// change (a deprecated or ignored setting).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // ---- KV ----

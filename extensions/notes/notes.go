@@ -85,6 +85,7 @@ func Release(n int) *sdk.Extension {
 		Recurrences: map[string]sdk.PureFunc[protocol.RecurrenceNextParams, protocol.RecurrenceNextResult]{Recurrence: nextDigest},
 		Tasks:       map[string]sdk.Func[protocol.TaskRunParams, protocol.TaskRunResult]{TaskDigestArm: x.armDigests},
 		Checks:      map[string]sdk.Func[protocol.CheckRunParams, protocol.CheckRunResult]{CheckStores: x.checkStores},
+		Validate:    validate,
 	}
 	for v := 1; v < n; v++ {
 		id := protocol.SchemaID(SchemaBase, v)

@@ -17,6 +17,7 @@ var dispatch map[string]methodFunc
 func init() {
 	dispatch = map[string]methodFunc{
 		"configure": serveWith((*server).configure),
+		"validate":  serveWith((*server).validate),
 
 		"route.match": serveWith(func(s *server, ctx context.Context, p protocol.RouteMatchParams) (protocol.RouteMatchResult, error) {
 			r, err := named(s.ext.Routes, "route handler", p.Handler)

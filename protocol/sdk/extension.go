@@ -36,9 +36,9 @@ type Upcaster func(payload json.RawMessage) (json.RawMessage, error)
 // recurrences, work-kind triggers, executors, tasks and checks. A manifest
 // that enables any other host-to-extension surface (webhook.handle,
 // providers, targets, probes, tunnels …) is refused when serving starts;
-// validate and event.render, which every manifest or family enables, are
-// answered method_not_found, so the host falls back to what it does
-// without them.
+// validate, which every manifest enables, checks the object's type
+// against the manifest and then asks Validate; event.render is answered
+// method_not_found, so the host falls back to what it does without it.
 //
 // Handlers may run concurrently; each gets the request's context, which
 // ends when the host cancels the request or the connection ends.
@@ -96,6 +96,14 @@ type Extension struct {
 	Tasks map[string]Func[protocol.TaskRunParams, protocol.TaskRunResult]
 	// Checks are the doctor checks, by check name.
 	Checks map[string]Func[protocol.CheckRunParams, protocol.CheckRunResult]
+
+	// Validate checks one config object before the host applies a
+	// configuration (an entry, a route's config, a binding, an executor
+	// config, a connection). The SDK first refuses a type the manifest
+	// does not declare for the kind; nil then accepts every object of a
+	// declared type. Return a *protocol.Error coded invalid to refuse,
+	// with a message that names the rule and never echoes a config value.
+	Validate PureFunc[protocol.ValidateParams, protocol.ValidateResult]
 
 	// Shutdown runs when the host asks the extension to stop, once new
 	// requests are refused and before the SDK waits for those in flight:
