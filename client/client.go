@@ -197,7 +197,12 @@ func jsonBody(v any) io.Reader {
 // request sends one request and returns the response of a 2xx status; a
 // refusal becomes an *Error.
 func (c *Client) request(ctx context.Context, method, path string, q url.Values, body io.Reader, header http.Header) (*http.Response, error) {
-	u := url.URL{Scheme: "http", Host: "open-conduit", Path: path}
+	// path is already escaped (url.PathEscape of each name), so a name
+	// holding "/" stays one segment.
+	u, err := url.Parse("http://open-conduit" + path)
+	if err != nil {
+		return nil, Errorf(CodeInvalidRequest, "%s %s: %v", method, path, err)
+	}
 	if len(q) > 0 {
 		u.RawQuery = q.Encode()
 	}

@@ -41,10 +41,12 @@ const opsFile = 4 << 20
 // opsCommand is the shared part of an operator command: its flags, the
 // client, the output.
 type opsCommand struct {
-	name           string
-	fs             *flag.FlagSet
-	state, socket  string
-	json           bool
+	name          string
+	fs            *flag.FlagSet
+	state, socket string
+	json          bool
+	// args are the positional arguments, after parse.
+	args           []string
 	stdout, stderr io.Writer
 }
 
@@ -60,18 +62,33 @@ func newOps(name string, stdout, stderr io.Writer) *opsCommand {
 // parse parses args and wants exactly nargs positional arguments (-1: at
 // most one). A failure is reported and returns false.
 func (o *opsCommand) parse(args []string, minArgs, maxArgs int) bool {
-	if err := o.fs.Parse(args); err != nil {
-		o.usage("%v", err)
-		return false
+	// Flags may follow the arguments (config apply FILE --state DIR): parse
+	// up to each argument, keep it, and go on after it.
+	var positional []string
+	for {
+		if err := o.fs.Parse(args); err != nil {
+			o.usage("%v", err)
+			return false
+		}
+		rest := o.fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			positional = append(positional, rest...)
+			break
+		}
+		positional, args = append(positional, rest[0]), rest[1:]
 	}
-	if n := o.fs.NArg(); n < minArgs || n > maxArgs {
+	o.args = positional
+	if n := len(o.args); n < minArgs || n > maxArgs {
 		switch {
 		case maxArgs == 0:
-			o.usage("takes no arguments, got %q", o.fs.Args())
+			o.usage("takes no arguments, got %q", o.args)
 		case n < minArgs:
 			o.usage("missing argument")
 		default:
-			o.usage("too many arguments: %q", o.fs.Args())
+			o.usage("too many arguments: %q", o.args)
 		}
 		return false
 	}
@@ -377,7 +394,7 @@ func workCommand(args []string, stdout, stderr io.Writer) int {
 	o := newOps("work", stdout, stderr)
 	var q client.WorkQuery
 	o.fs.StringVar(&q.Scope, "scope", "", "scope")
-	o.fs.StringVar(&q.State, "state", "", "state")
+	o.fs.StringVar(&q.State, "work-state", "", "work state")
 	o.fs.StringVar(&q.After, "after", "", "after work ID")
 	o.fs.IntVar(&q.Limit, "limit", client.DefaultPageLimit, "page limit")
 	if !o.parse(args, 0, 1) {
@@ -390,8 +407,8 @@ func workCommand(args []string, stdout, stderr io.Writer) int {
 	defer c.Close()
 	ctx, cancel := opsContext()
 	defer cancel()
-	if o.fs.NArg() == 1 {
-		d, err := c.Work(ctx, o.fs.Arg(0))
+	if len(o.args) == 1 {
+		d, err := c.Work(ctx, o.args[0])
 		if err != nil {
 			return o.fail(err)
 		}
@@ -602,7 +619,7 @@ func configValidateCommand(args []string, stdout, stderr io.Writer) int {
 	if !o.parse(args, 1, 1) {
 		return exitUsage
 	}
-	doc, err := readInputFile(o.fs.Arg(0))
+	doc, err := readInputFile(o.args[0])
 	if err != nil {
 		return o.fail(err)
 	}
@@ -619,10 +636,10 @@ func configValidateCommand(args []string, stdout, stderr io.Writer) int {
 	}
 	code := o.print(res, func(w *tabwriter.Writer) {
 		if res.Valid {
-			fmt.Fprintf(w, "%s: valid\n", o.fs.Arg(0))
+			fmt.Fprintf(w, "%s: valid\n", o.args[0])
 			return
 		}
-		fmt.Fprintf(w, "%s: %d problems\n", o.fs.Arg(0), len(res.Diagnostics))
+		fmt.Fprintf(w, "%s: %d problems\n", o.args[0], len(res.Diagnostics))
 		fmt.Fprintln(w, "PATH\tRULE\tMESSAGE")
 		for _, d := range res.Diagnostics {
 			fmt.Fprintf(w, "%s\t%s\t%s\n", d.Path, d.Rule, oneLine(d.Message, 200))
@@ -639,7 +656,7 @@ func configApplyCommand(args []string, stdout, stderr io.Writer) int {
 	if !o.parse(args, 1, 1) {
 		return exitUsage
 	}
-	doc, err := readInputFile(o.fs.Arg(0))
+	doc, err := readInputFile(o.args[0])
 	if err != nil {
 		return o.fail(err)
 	}
@@ -659,6 +676,6 @@ func configApplyCommand(args []string, stdout, stderr io.Writer) int {
 		return o.fail(err)
 	}
 	return o.print(client.ConfigResult{Valid: true, Generation: &gen}, func(w *tabwriter.Writer) {
-		fmt.Fprintf(w, "applied %s as generation %d (%s)\n", o.fs.Arg(0), gen.Number, gen.Hash)
+		fmt.Fprintf(w, "applied %s as generation %d (%s)\n", o.args[0], gen.Number, gen.Hash)
 	})
 }
