@@ -137,6 +137,13 @@ A manifest whose command is "open-conduit extension-run NAME" runs it.
 		run:     statusCommand,
 	},
 	{
+		name:    "serve",
+		args:    "[--config DIR] [--state DIR] [--log-format text|json]",
+		summary: "run the daemon",
+		ownHelp: true,
+		run:     serveCommand,
+	},
+	{
 		name:    "version",
 		summary: "print the build's protocol versions",
 		run:     versionCommand,

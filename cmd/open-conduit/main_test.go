@@ -9,7 +9,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){
+	testscript.Main(withBinaryCleanup(m), map[string]func(){
 		"open-conduit": func() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) },
 	})
 }

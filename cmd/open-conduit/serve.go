@@ -1,0 +1,179 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime/debug"
+	"syscall"
+	"time"
+
+	"github.com/open-conduit/open-conduit/host"
+	"github.com/open-conduit/open-conduit/host/daemon"
+)
+
+const serveDetails = `serve runs the daemon: the store, the engine and every package installed
+under CONFIG/extensions/ or bundled beside the binary, configured from
+CONFIG/config.json (no file: the empty configuration, no scopes). The
+management API listens on STATE/api.sock. SIGHUP reloads config.json;
+SIGTERM or SIGINT shuts down in order. One daemon runs per state
+directory: a second one exits at once naming the holder's PID.
+
+flags:
+  --config DIR        the config directory (default $XDG_CONFIG_HOME/open-conduit,
+                      else ~/.config/open-conduit)
+  --state DIR         the state directory (default $XDG_STATE_HOME/open-conduit,
+                      else ~/.local/state/open-conduit)
+  --log-format FORMAT text or json (default text), on stderr
+`
+
+// shutdownBound bounds serve's orderly shutdown after SIGTERM.
+const shutdownBound = 30 * time.Second
+
+func serveCommand(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configDir := fs.String("config", "", "the config directory")
+	stateDir := fs.String("state", "", "the state directory")
+	logFormat := fs.String("log-format", "text", "text or json")
+	fs.Usage = func() { fmt.Fprint(fs.Output(), "usage: open-conduit serve [flags]\n\n"+serveDetails) }
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stdout)
+			fs.Usage()
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() != 0 {
+		fmt.Fprintf(stderr, "open-conduit serve: takes no arguments, got %q\n", fs.Args())
+		return exitUsage
+	}
+	var handler slog.Handler
+	switch *logFormat {
+	case "text":
+		handler = slog.NewTextHandler(stderr, nil)
+	case "json":
+		handler = slog.NewJSONHandler(stderr, nil)
+	default:
+		fmt.Fprintf(stderr, "open-conduit serve: --log-format is text or json, not %q\n", *logFormat)
+		return exitUsage
+	}
+	logger := slog.New(handler)
+	if *configDir == "" || *stateDir == "" {
+		cfg, state, err := defaultDirs(os.Getenv)
+		if err != nil {
+			fmt.Fprintf(stderr, "open-conduit serve: %v; give --config and --state\n", err)
+			return exitUsage
+		}
+		if *configDir == "" {
+			*configDir = cfg
+		}
+		if *stateDir == "" {
+			*stateDir = state
+		}
+	}
+	bundled, err := host.BundledRoot()
+	if err != nil {
+		bundled = ""
+	}
+	exe, _ := os.Executable()
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+
+	d, err := daemon.Open(ctx, daemon.Options{ConfigDir: *configDir, StateDir: *stateDir, BundledDir: bundled,
+		Executable: exe, Version: binaryVersion(), Logger: logger})
+	if err != nil {
+		var locked *daemon.LockedError
+		if errors.As(err, &locked) {
+			fmt.Fprintf(stderr, "open-conduit serve: %v\n", err)
+			return exitFail
+		}
+		fmt.Fprintf(stderr, "open-conduit serve: %v\n", err)
+		return exitFail
+	}
+	st := d.Status(ctx)
+	fmt.Fprintf(stdout, "open-conduit serve: ready (pid %d, generation %d)\n", os.Getpid(), st.Generation.Number)
+	fmt.Fprintf(stdout, "  config:   %s\n", filepath.Join(st.Paths.Config, daemon.ConfigFile))
+	fmt.Fprintf(stdout, "  state:    %s\n", st.Paths.State)
+	fmt.Fprintf(stdout, "  API:      %s\n", st.Paths.Socket)
+	if st.Paths.Webhook != "" {
+		fmt.Fprintf(stdout, "  webhooks: %s configured; this build has no webhook listener yet\n", st.Paths.Webhook)
+	} else {
+		fmt.Fprintf(stdout, "  webhooks: none (this build has no webhook listener yet)\n")
+	}
+	fmt.Fprintf(stdout, "  logs:     daemon on stderr, packages in %s\n", filepath.Join(st.Paths.Logs, "extensions"))
+	for _, p := range st.Packages {
+		fmt.Fprintf(stdout, "  package:  %s %s (%s, %s)\n", p.Name, p.Version, p.Origin, p.State)
+	}
+
+	runDone := make(chan error, 1)
+	go func() { runDone <- d.Run(ctx) }()
+	for {
+		select {
+		case <-hup:
+			gen, ds, err := d.Reload(ctx)
+			switch {
+			case err != nil:
+				logger.Error("reload failed", "err", err)
+			case len(ds) > 0:
+				logger.Error("reload refused: the running generation keeps serving", "generation", gen.Number, "diagnostics", len(ds))
+				for _, dg := range ds {
+					logger.Error("configuration refused", "path", dg.Path, "rule", dg.Rule, "message", dg.Message)
+				}
+			default:
+				logger.Info("reloaded", "generation", gen.Number, "hash", gen.Hash)
+			}
+		case err := <-runDone:
+			logger.Info("shutting down")
+			cctx, cancel := context.WithTimeout(context.Background(), shutdownBound)
+			cerr := d.Close(cctx)
+			cancel()
+			if err = errors.Join(err, cerr); err != nil {
+				fmt.Fprintf(stderr, "open-conduit serve: %v\n", err)
+				return exitFail
+			}
+			fmt.Fprintln(stdout, "open-conduit serve: stopped")
+			return exitOK
+		}
+	}
+}
+
+// defaultDirs are the XDG base directories' open-conduit directories.
+func defaultDirs(getenv func(string) string) (config, state string, err error) {
+	home := getenv("HOME")
+	config = getenv("XDG_CONFIG_HOME")
+	if config == "" {
+		if home == "" {
+			return "", "", errors.New("neither XDG_CONFIG_HOME nor HOME is set")
+		}
+		config = filepath.Join(home, ".config")
+	}
+	state = getenv("XDG_STATE_HOME")
+	if state == "" {
+		if home == "" {
+			return "", "", errors.New("neither XDG_STATE_HOME nor HOME is set")
+		}
+		state = filepath.Join(home, ".local", "state")
+	}
+	return filepath.Join(config, "open-conduit"), filepath.Join(state, "open-conduit"), nil
+}
+
+// binaryVersion is the module version the binary was built at, "devel"
+// for a build from a checkout.
+func binaryVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "devel"
+}
