@@ -7,6 +7,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"strings"
 	"sync"
@@ -39,6 +40,7 @@ type fakePackage struct {
 	exitCause error
 	startErr  error
 	trace     []certify.WireMessage
+	stream    io.Writer // LaunchSpec.Trace
 	stderr    string
 	clock     time.Time
 }
@@ -54,6 +56,9 @@ func (p *fakePackage) record(dir string, msg string) {
 		m.Text = msg
 	}
 	p.trace = append(p.trace, m)
+	if p.stream != nil {
+		_ = certify.WriteTrace(p.stream, []certify.WireMessage{m})
+	}
 }
 
 func (p *fakePackage) Start(context.Context) error {
@@ -139,9 +144,10 @@ func (p *fakePackage) counts() (launches, starts, restarts, stops int) {
 	return p.launches, p.starts, p.restarts, p.stops
 }
 
-func (p *fakePackage) launch(context.Context, certify.LaunchSpec) (certify.Package, error) {
+func (p *fakePackage) launch(_ context.Context, spec certify.LaunchSpec) (certify.Package, error) {
 	p.mu.Lock()
 	p.launches++
+	p.stream = spec.Trace
 	p.mu.Unlock()
 	return p, nil
 }
@@ -286,7 +292,7 @@ type parsedProblem struct {
 	Text    string `xml:",chardata"`
 }
 
-var progressLine = regexp.MustCompile(`^(PASS|FAIL|SKIP|ERROR) ([^\s:]+)`)
+var progressLine = regexp.MustCompile(`^(PASS|FAIL|SKIP|ERROR|NOT RUN) ([^\s:]+)`)
 
 // checkHonest checks what a run told people and CI against what the
 // criteria are: every selected criterion is reported exactly once, the
@@ -350,7 +356,7 @@ func checkHonest(cs []certify.Criterion, m *protocol.Manifest, selected *regexp.
 			fail("JSON %s is %s without a detail", c.ID, c.Status)
 		}
 	}
-	for _, k := range []string{"pass", "fail", "skip", "harness_error", "known_failure", "stale"} {
+	for _, k := range []string{"pass", "fail", "skip", "harness_error", "not_run", "known_failure", "stale"} {
 		if j.Summary[k] != counts[k] {
 			fail("JSON summary counts %d %s, the criteria %d", j.Summary[k], k, counts[k])
 		}
@@ -405,7 +411,7 @@ func checkHonest(cs []certify.Criterion, m *protocol.Manifest, selected *regexp.
 	if len(j.Criteria) != len(want) || len(suite.Cases) != len(want) {
 		fail("JSON reports %d criteria and JUnit %d, want %d", len(j.Criteria), len(suite.Cases), len(want))
 	}
-	wordOf := map[string]string{"pass": "PASS", "fail": "FAIL", "skip": "SKIP", "harness_error": "ERROR"}
+	wordOf := map[string]string{"pass": "PASS", "fail": "FAIL", "skip": "SKIP", "harness_error": "ERROR", "not_run": "NOT RUN"}
 	wantExit := 0
 	for _, c := range cs {
 		if selected != nil && !selected.MatchString(c.ID) {
@@ -428,7 +434,7 @@ func checkHonest(cs []certify.Criterion, m *protocol.Manifest, selected *regexp.
 			wantJUnit = "error"
 		case jsonBaseline[c.ID] == "stale":
 			wantJUnit = "failure"
-		case st == "skip":
+		case st == "skip", st == "not_run":
 			wantJUnit = "skipped"
 		default:
 			wantJUnit = "pass"
@@ -437,7 +443,7 @@ func checkHonest(cs []certify.Criterion, m *protocol.Manifest, selected *regexp.
 			fail("%s: JUnit says %s, want %s for JSON %s", c.ID, junitState[c.ID], wantJUnit, st)
 		}
 		if m != nil && c.Applies != nil {
-			if ok, _ := c.Applies(m); !ok && st != "skip" {
+			if ok, _ := c.Applies(m); !ok && st != "skip" && st != "not_run" {
 				fail("%s does not apply to the manifest but reads %s", c.ID, st)
 			}
 		}
@@ -452,7 +458,7 @@ func checkHonest(cs []certify.Criterion, m *protocol.Manifest, selected *regexp.
 			fail("%s is in the baseline and %s but reads baseline %q", c.ID, st, jsonBaseline[c.ID])
 		}
 		switch {
-		case st == "fail" && !listed[c.ID], st != "fail" && st != "harness_error" && listed[c.ID]:
+		case st == "fail" && !listed[c.ID], st != "fail" && st != "harness_error" && st != "not_run" && listed[c.ID]:
 			wantExit = 1
 		case st == "harness_error" && wantExit == 0:
 			wantExit = 3

@@ -12,7 +12,7 @@ import (
 // the spec section it enforces (--list). With a manifest it also says
 // whether the criterion applies to it, and why not.
 func WriteList(w io.Writer, cs []Criterion, m *protocol.Manifest) {
-	fmt.Fprintf(w, "criteria version %d: %d criteria\n", CriteriaVersion, len(cs))
+	fmt.Fprintf(w, "criteria version %d: %s\n", CriteriaVersion, plural(len(cs), "criterion", "criteria"))
 	for _, c := range cs {
 		fmt.Fprintf(w, "\n%s  %s\n", c.ID, c.Title)
 		fmt.Fprintf(w, "    checks:  %s\n", wrap(c.Checks, 64, "             "))

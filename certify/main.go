@@ -9,7 +9,9 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/open-conduit/open-conduit/protocol"
@@ -20,9 +22,12 @@ const Usage = `usage: open-conduit extension certify [flags] DIR
        open-conduit extension certify --list [--run REGEXP] [DIR]
 
 Certifies the extension package in DIR against the criteria of this build,
-printing a line per criterion and a summary. Exit status: 0 when every
-selected criterion that applies passed, 1 when one failed (or a baseline
-entry is stale), 2 for a usage error, 3 when the harness itself broke.
+printing a line per criterion and a summary. The inputs certification
+calls the package with come from DIR/certify/inputs.json when there is
+one, and are otherwise built from the manifest's schemas. Exit status: 0
+when every selected criterion that applies passed, 1 when one failed (or
+a baseline entry is stale), 2 for a usage error, 3 when the harness
+itself broke.
 
 flags:
 `
@@ -53,9 +58,37 @@ func Main(args []string, stdout, stderr io.Writer) int {
 // flags are the parsed command line.
 type flags struct {
 	jsonFile, junitFile, traceFile, baselineFile, run string
-	list, keep                                        bool
+	list, keep, help                                  bool
 	timeout                                           time.Duration
 	dir                                               string
+}
+
+// flagHelp is each flag's line of the usage, in order: its argument's
+// name, shown once, and what it does.
+var flagHelp = []struct{ name, arg, help string }{
+	{"json", "FILE", "write the report as JSON to FILE (- for standard output)"},
+	{"junit", "FILE", "write the report as JUnit XML to FILE (- for standard output)"},
+	{"trace", "FILE", "write the wire transcript to FILE as the run goes, one JSON message per line (- for standard output)"},
+	{"baseline", "FILE", "known failures: one criterion ID per line (# comments)"},
+	{"run", "REGEXP", "run only the criteria whose ID matches; the others are left out of the report"},
+	{"timeout", "DURATION", "how long each criterion may run, such as 45s or 2m (default " + DefaultTimeout.String() + ")"},
+	{"list", "", "list every criterion with what it checks and its spec section, and exit"},
+	{"keep", "", "keep the temporary state directory and print its path"},
+	{"help", "", "print this usage and exit"},
+}
+
+// writeUsage writes the usage with one line per flag.
+func writeUsage(w io.Writer) {
+	var b strings.Builder
+	b.WriteString(Usage)
+	for _, f := range flagHelp {
+		left := "  --" + f.name
+		if f.arg != "" {
+			left += " " + f.arg
+		}
+		fmt.Fprintf(&b, "%-22s %s\n", left, f.help)
+	}
+	io.WriteString(w, b.String())
 }
 
 // parseFlags accepts flags before and after DIR.
@@ -63,24 +96,24 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	var f flags
 	fs := flag.NewFlagSet("extension certify", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.StringVar(&f.jsonFile, "json", "", "write the report as JSON to `FILE`")
-	fs.StringVar(&f.junitFile, "junit", "", "write the report as JUnit XML to `FILE`")
-	fs.StringVar(&f.run, "run", "", "run only the criteria whose ID matches `REGEXP`; the others are left out of the report")
-	fs.StringVar(&f.baselineFile, "baseline", "", "known failures: `FILE` lists one criterion ID per line (# comments)")
-	fs.BoolVar(&f.list, "list", false, "list every criterion with what it checks and its spec section, and exit")
-	fs.DurationVar(&f.timeout, "timeout", DefaultTimeout, "how long each criterion may run (`DURATION`)")
-	fs.StringVar(&f.traceFile, "trace", "", "write the wire transcript to `FILE`, one JSON message per line")
-	fs.BoolVar(&f.keep, "keep", false, "keep the temporary state directory and print its path")
-	usage := func() {
-		var b bytes.Buffer
-		fs.SetOutput(&b)
-		fs.PrintDefaults()
-		fs.SetOutput(io.Discard)
-		fmt.Fprint(stderr, Usage, b.String())
-	}
+	fs.Usage = func() {}
+	fs.StringVar(&f.jsonFile, "json", "", "")
+	fs.StringVar(&f.junitFile, "junit", "", "")
+	fs.StringVar(&f.run, "run", "", "")
+	fs.StringVar(&f.baselineFile, "baseline", "", "")
+	fs.BoolVar(&f.list, "list", false, "")
+	fs.DurationVar(&f.timeout, "timeout", DefaultTimeout, "")
+	fs.StringVar(&f.traceFile, "trace", "", "")
+	fs.BoolVar(&f.keep, "keep", false, "")
+	fs.BoolVar(&f.help, "help", false, "")
+	usage := func() { writeUsage(stderr) }
 	var positional []string
 	for {
 		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				f.help = true
+				return f, nil
+			}
 			usage()
 			return f, usagef("%v", err)
 		}
@@ -91,6 +124,15 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 		positional = append(positional, args[0])
 		args = args[1:]
 	}
+	if f.help {
+		return f, nil
+	}
+	stdout := 0
+	for _, p := range []string{f.jsonFile, f.junitFile, f.traceFile} {
+		if p == "-" {
+			stdout++
+		}
+	}
 	switch {
 	case len(positional) > 1:
 		usage()
@@ -100,11 +142,32 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 		return f, usagef("no package directory")
 	case f.timeout <= 0:
 		return f, usagef("--timeout must be positive, not %v", f.timeout)
+	case stdout > 1:
+		return f, usagef("only one of --json, --junit and --trace may write to standard output (-)")
 	}
 	if len(positional) == 1 {
 		f.dir = positional[0]
 	}
 	return f, nil
+}
+
+// checkReportPath refuses, before the run, a report path the run could not
+// write at its end: a directory, or one in a directory that is not there
+// or not writable. "-" is standard output.
+func checkReportPath(flag, path string) error {
+	if path == "" || path == "-" {
+		return nil
+	}
+	if info, err := os.Stat(path); err == nil && info.IsDir() {
+		return usagef("--%s: %s is a directory", flag, path)
+	}
+	probe, err := os.CreateTemp(filepath.Dir(path), ".certify-probe-*")
+	if err != nil {
+		return usagef("--%s: %s cannot be written: %v", flag, path, err)
+	}
+	probe.Close()
+	os.Remove(probe.Name())
+	return nil
 }
 
 // Main runs the command under ctx.
@@ -113,6 +176,10 @@ func (c Command) Main(ctx context.Context, args []string, stdout, stderr io.Writ
 	if err != nil {
 		fmt.Fprintf(stderr, "certify: %v\n", err)
 		return ExitUsage
+	}
+	if f.help {
+		writeUsage(stdout)
+		return ExitOK
 	}
 	var sel *regexp.Regexp
 	if f.run != "" {
@@ -135,10 +202,36 @@ func (c Command) Main(ctx context.Context, args []string, stdout, stderr io.Writ
 			return ExitUsage
 		}
 	}
+	for _, r := range []struct{ flag, path string }{{"json", f.jsonFile}, {"junit", f.junitFile}, {"trace", f.traceFile}} {
+		if err := checkReportPath(r.flag, r.path); err != nil {
+			fmt.Fprintf(stderr, "certify: %v\n", err)
+			return ExitUsage
+		}
+	}
+	// A report on standard output keeps it to itself: progress and the
+	// summary go to standard error.
+	progress := stdout
+	if f.jsonFile == "-" || f.junitFile == "-" || f.traceFile == "-" {
+		progress = stderr
+	}
+	var trace io.Writer
+	var traceFile *os.File
+	switch f.traceFile {
+	case "":
+	case "-":
+		trace = stdout
+	default:
+		if traceFile, err = os.Create(f.traceFile); err != nil {
+			fmt.Fprintf(stderr, "certify: --trace: %v\n", err)
+			return ExitUsage
+		}
+		defer traceFile.Close()
+		trace = traceFile
+	}
 	report, err := Run(ctx, Config{
 		Dir: f.dir, Criteria: all, Select: sel, Baseline: baseline,
 		Timeout: f.timeout, Grace: c.Grace, Suites: c.Suites, Launch: c.Launch,
-		Progress: stdout, Keep: f.keep,
+		Progress: progress, Keep: f.keep, Trace: trace,
 	})
 	if errors.Is(err, ErrUsage) {
 		fmt.Fprintf(stderr, "certify: %v\n", err)
@@ -148,7 +241,7 @@ func (c Command) Main(ctx context.Context, args []string, stdout, stderr io.Writ
 		fmt.Fprintf(stderr, "certify: %v\n", err)
 		return ExitHarness
 	}
-	WriteSummary(stdout, report)
+	WriteSummary(progress, report)
 	code := report.ExitCode()
 	if err != nil {
 		fmt.Fprintf(stderr, "certify: %v\n", err)
@@ -160,7 +253,13 @@ func (c Command) Main(ctx context.Context, args []string, stdout, stderr io.Writ
 		if path == "" {
 			return
 		}
-		if werr := writeFile(path, render); werr != nil {
+		werr := error(nil)
+		if path == "-" {
+			werr = render(stdout)
+		} else {
+			werr = writeFile(path, render)
+		}
+		if werr != nil {
 			fmt.Fprintf(stderr, "certify: --%s: %v\n", flag, werr)
 			if code == ExitOK {
 				code = ExitHarness
@@ -169,7 +268,14 @@ func (c Command) Main(ctx context.Context, args []string, stdout, stderr io.Writ
 	}
 	write("json", f.jsonFile, func(w io.Writer) error { return WriteJSON(w, report) })
 	write("junit", f.junitFile, func(w io.Writer) error { return WriteJUnit(w, report) })
-	write("trace", f.traceFile, func(w io.Writer) error { return WriteTrace(w, report.Trace) })
+	if traceFile != nil {
+		if werr := traceFile.Close(); werr != nil {
+			fmt.Fprintf(stderr, "certify: --trace: %v\n", werr)
+			if code == ExitOK {
+				code = ExitHarness
+			}
+		}
+	}
 	return code
 }
 
@@ -188,6 +294,10 @@ func list(all []Criterion, sel *regexp.Regexp, dir string, stdout, stderr io.Wri
 	}
 	var m *protocol.Manifest
 	if dir != "" {
+		if err := checkDir(dir); err != nil {
+			fmt.Fprintf(stderr, "certify: %v\n", err)
+			return ExitUsage
+		}
 		var err error
 		if m, err = protocol.LoadManifest(dir); err != nil {
 			fmt.Fprintf(stderr, "certify: %v\n", err)
@@ -204,5 +314,14 @@ func writeFile(path string, render func(io.Writer) error) error {
 	if err := render(&b); err != nil {
 		return err
 	}
-	return os.WriteFile(path, b.Bytes(), 0o644)
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".certify-report-*")
+	if err != nil {
+		return err
+	}
+	_, werr := tmp.Write(b.Bytes())
+	if err := errors.Join(werr, tmp.Chmod(0o644), tmp.Close()); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
 }

@@ -116,7 +116,12 @@ func TestMainUsageErrors(t *testing.T) {
 		{[]string{"--baseline", unknown, minimalDir}, `baseline lists "kv/nope", which is no criterion`},
 		{[]string{"--baseline", twice, minimalDir}, "a/pass is already listed on line 1"},
 		{[]string{"--baseline", filepath.Join(dir, "absent"), minimalDir}, "no such file"},
-		{[]string{"testdata/packages/absent"}, "no such file"},
+		{[]string{"testdata/packages/absent"}, "no such directory: testdata/packages/absent"},
+		{[]string{"--list", "testdata/packages/absent"}, "no such directory: testdata/packages/absent"},
+		{[]string{"--json", minimalDir, minimalDir}, "is a directory"},
+		{[]string{"--junit", filepath.Join(dir, "absent", "r.xml"), minimalDir}, "cannot be written"},
+		{[]string{"--trace", filepath.Join(dir, "absent", "t.jsonl"), minimalDir}, "cannot be written"},
+		{[]string{"--json", "-", "--trace", "-", minimalDir}, "only one of --json, --junit and --trace"},
 		{[]string{"--timeout", "0s", minimalDir}, "--timeout must be positive"},
 		{[]string{"--bogus", minimalDir}, "flag provided but not defined: -bogus"},
 	}
@@ -174,4 +179,91 @@ func TestMainList(t *testing.T) {
 	code, _, stderr = command(t, certify.Command{}, "--list", invalidDir)
 	assert.Equal(t, certify.ExitFail, code)
 	assert.Contains(t, stderr, "[names.dotted]")
+}
+
+// --help and -h print one usage on stdout and exit 0; each flag's line
+// names its argument once.
+func TestMainHelp(t *testing.T) {
+	for _, arg := range []string{"--help", "-h", "-help"} {
+		code, stdout, stderr := command(t, certify.Command{}, arg)
+		assert.Equal(t, certify.ExitOK, code, arg)
+		assert.Empty(t, stderr, arg)
+		assert.Equal(t, 1, strings.Count(stdout, "usage: open-conduit extension certify"), arg)
+		for _, flag := range []string{"--json FILE", "--junit FILE", "--trace FILE", "--baseline FILE", "--run REGEXP", "--timeout DURATION", "--list", "--keep"} {
+			assert.Contains(t, stdout, "  "+flag+" ", arg)
+		}
+		for _, line := range strings.Split(stdout, "\n") {
+			if strings.Contains(line, "--timeout") {
+				assert.Equal(t, 1, strings.Count(line, "DURATION"), "the --timeout line repeats DURATION: %q", line)
+			}
+		}
+	}
+}
+
+func TestMainSummaryCountsOneCriterion(t *testing.T) {
+	code, out, _ := command(t, certify.Command{Criteria: []certify.Criterion{criterion("a/pass", passes)}}, minimalDir)
+	assert.Equal(t, certify.ExitOK, code)
+	assert.Contains(t, out, "\n1 criterion: 1 pass, 0 fail")
+	_, out, _ = command(t, certify.Command{Criteria: []certify.Criterion{criterion("a/pass", passes)}}, "--list")
+	assert.Contains(t, out, "criteria version 1: 1 criterion\n")
+}
+
+// - writes a report to standard output, which then holds nothing else:
+// progress and the summary go to standard error.
+func TestMainReportToStandardOutput(t *testing.T) {
+	cs := []certify.Criterion{criterion("a/pass", passes), criterion("b/fail", fails)}
+	code, stdout, stderr := command(t, certify.Command{Criteria: cs}, "--json", "-", minimalDir)
+	assert.Equal(t, certify.ExitFail, code)
+	var parsed parsedJSON
+	require.NoError(t, json.Unmarshal([]byte(stdout), &parsed), stdout)
+	assert.Len(t, parsed.Criteria, 2)
+	assert.Contains(t, stderr, "PASS a/pass")
+	assert.Contains(t, stderr, "2 criteria: 1 pass, 1 fail")
+
+	code, stdout, _ = command(t, certify.Command{Criteria: cs}, "--junit", "-", minimalDir)
+	assert.Equal(t, certify.ExitFail, code)
+	assert.True(t, strings.HasPrefix(stdout, "<?xml"), stdout)
+}
+
+// The report paths are checked before anything runs: a bad one costs no
+// run.
+func TestMainChecksReportPathsFirst(t *testing.T) {
+	ran := false
+	cs := []certify.Criterion{criterion("a/pass", func(context.Context, *certify.Target) error { ran = true; return nil })}
+	code, _, stderr := command(t, certify.Command{Criteria: cs}, "--json", filepath.Join(t.TempDir(), "no", "r.json"), minimalDir)
+	assert.Equal(t, certify.ExitUsage, code)
+	assert.Contains(t, stderr, "--json: ")
+	assert.False(t, ran, "the run started before the report path was checked")
+}
+
+// --trace streams: while a criterion still runs, the file already holds
+// every message recorded so far, so a run killed then keeps them.
+func TestMainTraceStreams(t *testing.T) {
+	p := &fakePackage{}
+	file := filepath.Join(t.TempDir(), "trace.jsonl")
+	seen := make(chan []string, 1)
+	cs := []certify.Criterion{
+		criterion("a/uses", usesPackage),
+		criterion("b/looks", func(ctx context.Context, t *certify.Target) error {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				return err
+			}
+			seen <- strings.Split(strings.TrimSpace(string(data)), "\n")
+			return nil
+		}),
+	}
+	code, stdout, stderr := command(t, certify.Command{Criteria: cs, Launch: p.launch}, "--trace", file, minimalDir)
+	require.Equal(t, certify.ExitOK, code, stdout+stderr)
+	during := <-seen
+	require.Len(t, during, 4, "initialize and route.match, both ways, before the run ended")
+	for _, l := range during {
+		var m certify.WireMessage
+		require.NoError(t, json.Unmarshal([]byte(l), &m), l)
+		assert.NotEmpty(t, m.Direction)
+	}
+	assert.Contains(t, during[2], `"method":"route.match"`)
+	after, err := os.ReadFile(file)
+	require.NoError(t, err)
+	assert.Equal(t, strings.Join(during, "\n")+"\n", string(after), "the run adds nothing at its end")
 }

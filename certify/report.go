@@ -85,6 +85,7 @@ type Summary struct {
 	Fail         int `json:"fail"`
 	Skip         int `json:"skip"`
 	HarnessError int `json:"harness_error"`
+	NotRun       int `json:"not_run"`
 	KnownFailure int `json:"known_failure"`
 	Stale        int `json:"stale"`
 }
@@ -102,6 +103,8 @@ func Summarize(results []Result) Summary {
 			s.Skip++
 		case StatusHarnessError:
 			s.HarnessError++
+		case StatusNotRun:
+			s.NotRun++
 		}
 		switch r.Baseline {
 		case BaselineKnownFailure:
@@ -114,7 +117,7 @@ func Summarize(results []Result) Summary {
 }
 
 // Total is the number of results counted.
-func (s Summary) Total() int { return s.Pass + s.Fail + s.Skip + s.HarnessError }
+func (s Summary) Total() int { return s.Pass + s.Fail + s.Skip + s.HarnessError + s.NotRun }
 
 // OK reports whether every criterion that applies passed, after the
 // baseline.
@@ -172,7 +175,7 @@ func (r Report) Check() error {
 			"":                   Statuses(),
 			BaselineKnownFailure: {StatusFail},
 			BaselineStale:        {StatusPass, StatusSkip},
-			BaselineListed:       {StatusHarnessError},
+			BaselineListed:       {StatusHarnessError, StatusNotRun},
 		}[res.Baseline]
 		if !containsStatus(want, res.Status) {
 			errs = append(errs, fmt.Errorf("%s: baseline status %q with status %s", at, res.Baseline, res.Status))
@@ -202,7 +205,7 @@ func WriteProgress(w io.Writer, r Result) {
 	b.WriteString(r.Status.Word())
 	b.WriteByte(' ')
 	b.WriteString(printable(r.ID))
-	if r.Status != StatusSkip {
+	if r.Status != StatusSkip && r.Status != StatusNotRun {
 		fmt.Fprintf(&b, " (%s)", formatDuration(r.Duration))
 	}
 	switch r.Baseline {
@@ -214,7 +217,7 @@ func WriteProgress(w io.Writer, r Result) {
 		b.WriteString(" [listed in the baseline]")
 	}
 	switch r.Status {
-	case StatusSkip:
+	case StatusSkip, StatusNotRun:
 		b.WriteString(": ")
 		b.WriteString(printable(firstLine(r.Detail)))
 		b.WriteByte('\n')
@@ -223,9 +226,9 @@ func WriteProgress(w io.Writer, r Result) {
 		indent(&b, "    ", r.Detail)
 		if ev := r.Evidence; ev != nil {
 			if len(ev.Wire) > 0 {
-				fmt.Fprintf(&b, "    last %d wire message(s):\n", len(ev.Wire))
-				for _, m := range ev.Wire {
-					indent(&b, "      ", wireLine(m))
+				fmt.Fprintf(&b, "    %s:\n", evidenceHeading(ev))
+				for i, m := range ev.Wire {
+					indent(&b, "      ", evidenceLine(ev, i, m))
 				}
 			}
 			if ev.Stderr != "" {
@@ -237,6 +240,23 @@ func WriteProgress(w io.Writer, r Result) {
 		b.WriteByte('\n')
 	}
 	io.WriteString(w, b.String())
+}
+
+// evidenceHeading introduces the wire of a failure's evidence.
+func evidenceHeading(ev *Evidence) string {
+	if ev.At > 0 {
+		return fmt.Sprintf("wire messages %d to %d of the transcript, around message %d (marked *)", ev.From, ev.From+len(ev.Wire)-1, ev.At)
+	}
+	return fmt.Sprintf("last %d wire message(s)", len(ev.Wire))
+}
+
+// evidenceLine shows the i-th message of the evidence, marking the one
+// the failure names.
+func evidenceLine(ev *Evidence, i int, m WireMessage) string {
+	if ev.At > 0 && ev.From+i == ev.At {
+		return "* " + wireLine(m)
+	}
+	return wireLine(m)
 }
 
 // wireLine shows one wire message in a progress report.
@@ -291,6 +311,14 @@ func printable(s string) string {
 	return b.String()
 }
 
+// plural is n with the noun for n.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
 func formatDuration(d time.Duration) string {
 	return fmt.Sprintf("%dms", d.Milliseconds())
 }
@@ -313,7 +341,10 @@ func WriteSummary(w io.Writer, r Report) {
 	if r.Select != "" {
 		fmt.Fprintf(w, ", --run %q", r.Select)
 	}
-	fmt.Fprintf(w, "\n%d criteria: %d pass, %d fail, %d skip, %d harness_error", s.Total(), s.Pass, s.Fail, s.Skip, s.HarnessError)
+	fmt.Fprintf(w, "\n%s: %d pass, %d fail, %d skip, %d harness_error", plural(s.Total(), "criterion", "criteria"), s.Pass, s.Fail, s.Skip, s.HarnessError)
+	if s.NotRun > 0 {
+		fmt.Fprintf(w, ", %d not run", s.NotRun)
+	}
 	if s.KnownFailure > 0 || s.Stale > 0 {
 		fmt.Fprintf(w, " (baseline: %d known failure, %d stale)", s.KnownFailure, s.Stale)
 	}
@@ -461,9 +492,9 @@ func WriteJUnit(w io.Writer, r Report) error {
 		body := res.Detail
 		if ev := res.Evidence; ev != nil {
 			if len(ev.Wire) > 0 {
-				body += fmt.Sprintf("\n\nlast %d wire message(s):", len(ev.Wire))
-				for _, m := range ev.Wire {
-					body += "\n" + wireLine(m)
+				body += "\n\n" + evidenceHeading(ev) + ":"
+				for i, m := range ev.Wire {
+					body += "\n" + evidenceLine(ev, i, m)
 				}
 			}
 			c.SystemErr = ev.Stderr
@@ -481,8 +512,8 @@ func WriteJUnit(w io.Writer, r Report) error {
 		case res.Baseline == BaselineStale:
 			c.Failure = &junitProblem{Type: "stale_baseline", Message: fmt.Sprintf("listed in the baseline as failing, but it is %s now: remove it from the baseline", res.Status)}
 			suite.Failures++
-		case res.Status == StatusSkip:
-			c.Skipped = &junitProblem{Type: string(StatusSkip), Message: firstLine(res.Detail)}
+		case res.Status == StatusSkip, res.Status == StatusNotRun:
+			c.Skipped = &junitProblem{Type: string(res.Status), Message: firstLine(res.Detail)}
 			suite.Skipped++
 		}
 		suite.Cases = append(suite.Cases, c)

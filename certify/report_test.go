@@ -159,7 +159,7 @@ func TestJSONShape(t *testing.T) {
 	assert.Len(t, h.Evidence.Wire, 2)
 	assert.Equal(t, "known_failure", j.Criteria[2].Baseline)
 	assert.Equal(t, "stale", j.Criteria[3].Baseline)
-	assert.Equal(t, map[string]int{"pass": 2, "fail": 2, "skip": 1, "harness_error": 1, "known_failure": 1, "stale": 1}, j.Summary)
+	assert.Equal(t, map[string]int{"pass": 2, "fail": 2, "skip": 1, "harness_error": 1, "not_run": 0, "known_failure": 1, "stale": 1}, j.Summary)
 }
 
 func TestReportCheck(t *testing.T) {

@@ -94,10 +94,8 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	if cfg.Dir == "" {
 		return Report{}, usagef("no package directory")
 	}
-	if info, err := os.Stat(cfg.Dir); err != nil {
-		return Report{}, usagef("package directory: %v", err)
-	} else if !info.IsDir() {
-		return Report{}, usagef("%s is not a directory", cfg.Dir)
+	if err := checkDir(cfg.Dir); err != nil {
+		return Report{}, err
 	}
 
 	r := &runner{
@@ -148,6 +146,11 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	}
 	s.spec = LaunchSpec{Dir: cfg.Dir, Manifest: s.manifest, StateDir: stateDir, Inputs: inputs, Trace: cfg.Trace}
 
+	if s.manifest == nil && r.progress != nil {
+		// The cause first: nothing but manifest/valid runs without one.
+		fmt.Fprintf(r.progress, "the manifest did not load: %s\nno other criterion runs; `open-conduit extension validate %s` lists every refusal\n\n",
+			firstLine(s.manifestErr.Error()), cfg.Dir)
+	}
 	var interrupted error
 	for _, c := range selected {
 		t := &Target{Dir: cfg.Dir, Manifest: s.manifest, StateDir: stateDir, Suites: r.suites, session: s}
@@ -182,6 +185,21 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	return report, nil
 }
 
+// checkDir refuses a package directory that is not there, the same way
+// for a run and for --list.
+func checkDir(dir string) error {
+	info, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return usagef("no such directory: %s", dir)
+	case err != nil:
+		return usagef("package directory: %v", err)
+	case !info.IsDir():
+		return usagef("%s is not a directory", dir)
+	}
+	return nil
+}
+
 // testHook lets tests break the runner on purpose (negative controls).
 var testHook func(*runner)
 
@@ -213,7 +231,7 @@ func orDefault(d, def time.Duration) time.Duration {
 func (r *runner) criterion(ctx context.Context, c Criterion, t *Target) Result {
 	res := Result{ID: c.ID, Title: c.Title, Section: c.Section}
 	if t.Manifest == nil && c.ID != manifestCriterion {
-		res.Status, res.Detail = StatusFail, "not checked: the manifest did not load; see "+manifestCriterion
+		res.Status, res.Detail = StatusNotRun, "the manifest did not load; see "+manifestCriterion
 		return res
 	}
 	if t.Manifest != nil {
@@ -226,13 +244,18 @@ func (r *runner) criterion(ctx context.Context, c Criterion, t *Target) Result {
 		}
 	}
 	start := r.now()
-	res.Status, res.Detail = r.execute(ctx, c, t)
+	traceStart := 0
+	if p := t.session.current(); p != nil {
+		traceStart = len(p.Trace())
+	}
+	var err error
+	res.Status, res.Detail, err = r.execute(ctx, c, t)
 	res.Duration = r.now().Sub(start)
 	if res.Status == StatusSkip {
 		// A suite found nothing to check: a skip reports no run time.
 		res.Duration = 0
 	}
-	r.afterCriterion(t.session, &res)
+	r.afterCriterion(t.session, &res, traceStart, err)
 	return res
 }
 
@@ -250,8 +273,9 @@ func (p *panicError) Error() string {
 	return fmt.Sprintf("the criterion panicked: %v\n%s", p.value, p.stack)
 }
 
-// execute runs c under its deadline and classifies how it ended.
-func (r *runner) execute(ctx context.Context, c Criterion, t *Target) (Status, string) {
+// execute runs c under its deadline and classifies how it ended; err is
+// what the criterion returned, for its evidence.
+func (r *runner) execute(ctx context.Context, c Criterion, t *Target) (st Status, detail string, err error) {
 	cctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	done := make(chan error, 1) // buffered: an abandoned criterion never blocks sending
@@ -263,7 +287,6 @@ func (r *runner) execute(ctx context.Context, c Criterion, t *Target) (Status, s
 		}()
 		done <- c.Run(cctx, t)
 	}()
-	var err error
 	select {
 	case err = <-done:
 	case <-cctx.Done():
@@ -275,38 +298,40 @@ func (r *runner) execute(ctx context.Context, c Criterion, t *Target) (Status, s
 			t.abandoned.Store(true)
 			t.session.markHung()
 			if ctx.Err() != nil {
-				return StatusHarnessError, "interrupted: the run was cancelled while the criterion ran"
+				return StatusHarnessError, "interrupted: the run was cancelled while the criterion ran", err
 			}
-			return StatusFail, fmt.Sprintf("criterion %s timed out after %v and did not return within %v more; abandoned", c.ID, r.timeout, r.grace)
+			return StatusFail, fmt.Sprintf("criterion %s timed out after %v and did not return within %v more; abandoned", c.ID, r.timeout, r.grace), err
 		}
 	}
 	var p *panicError
 	switch {
 	case errors.As(err, &p):
-		return StatusHarnessError, p.Error()
+		return StatusHarnessError, p.Error(), err
 	case err == nil:
-		return StatusPass, ""
+		return StatusPass, "", err
 	case ctx.Err() != nil:
-		return StatusHarnessError, "interrupted: the run was cancelled while the criterion ran: " + err.Error()
+		return StatusHarnessError, "interrupted: the run was cancelled while the criterion ran: " + err.Error(), err
 	case errors.Is(cctx.Err(), context.DeadlineExceeded):
 		t.session.markHung()
 		msg := fmt.Sprintf("criterion %s timed out after %v", c.ID, r.timeout)
 		if !errors.Is(err, context.DeadlineExceeded) {
 			msg += ": " + err.Error()
 		}
-		return StatusFail, msg
+		return StatusFail, msg, err
 	case errors.Is(err, ErrHarness):
-		return StatusHarnessError, err.Error()
+		return StatusHarnessError, err.Error(), err
 	case errors.Is(err, ErrNotApplicable):
-		return StatusSkip, skipReason(err)
+		return StatusSkip, skipReason(err), err
 	default:
-		return StatusFail, err.Error()
+		return StatusFail, err.Error(), err
 	}
 }
 
 // afterCriterion fails a criterion during which the package crashed, and
-// attaches evidence to every failure and harness error.
-func (r *runner) afterCriterion(s *session, res *Result) {
+// attaches evidence to every failure and harness error: the wire around
+// the message the failure names (conformance.WireIndex), or else the last
+// messages recorded while the criterion ran (from traceStart on).
+func (r *runner) afterCriterion(s *session, res *Result, traceStart int, err error) {
 	p := s.current()
 	if p == nil {
 		return
@@ -323,7 +348,13 @@ func (r *runner) afterCriterion(s *session, res *Result) {
 	if res.Status == StatusFail || res.Status == StatusHarnessError {
 		ev := &Evidence{Stderr: tailBytes(p.StderrTail(), EvidenceStderrBytes)}
 		trace := p.Trace()
-		ev.Wire = normalizeWire(trace[max(0, len(trace)-EvidenceMessages):])
+		if at, ok := conformance.WireIndex(err); ok && at >= 0 && at < len(trace) {
+			from, to := max(0, at-EvidenceAround), min(len(trace), at+EvidenceAround+1)
+			ev.Wire, ev.At, ev.From = normalizeWire(trace[from:to]), at+1, from+1
+		} else {
+			from := min(traceStart, len(trace))
+			ev.Wire = normalizeWire(trace[max(from, len(trace)-EvidenceMessages):])
+		}
 		if len(ev.Wire) > 0 || ev.Stderr != "" {
 			res.Evidence = ev
 		}
@@ -340,7 +371,7 @@ func (r *runner) applyBaseline(res *Result) {
 		res.Baseline = BaselineKnownFailure
 	case StatusPass, StatusSkip:
 		res.Baseline = BaselineStale
-	case StatusHarnessError:
+	case StatusHarnessError, StatusNotRun:
 		res.Baseline = BaselineListed
 	}
 }

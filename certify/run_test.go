@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -350,11 +351,18 @@ func TestInvalidManifest(t *testing.T) {
 	assert.Contains(t, v.Detail, `provides.operations[0].name: operation "other.save" is not a dotted name beginning with "invalid." [names.dotted]`)
 	for _, res := range r.Results {
 		if res.ID != "manifest/valid" {
-			assert.Equal(t, certify.StatusFail, res.Status, res.ID)
-			assert.Equal(t, "not checked: the manifest did not load; see manifest/valid", res.Detail)
+			assert.Equal(t, certify.StatusNotRun, res.Status, res.ID)
+			assert.Equal(t, "the manifest did not load; see manifest/valid", res.Detail)
 		}
 	}
+	assert.Equal(t, certify.Summary{Fail: 1, NotRun: len(certify.Criteria()) - 1}, r.Summary, "what never ran is neither passed nor failed")
 	assert.Equal(t, certify.ExitFail, r.ExitCode())
+	// The cause comes first, with the command that lists every refusal.
+	assert.True(t, strings.HasPrefix(out.progress, "the manifest did not load: "), out.progress)
+	assert.Contains(t, out.progress, "`open-conduit extension validate "+invalidDir+"` lists every refusal")
+	var summary strings.Builder
+	certify.WriteSummary(&summary, r)
+	assert.Contains(t, summary.String(), fmt.Sprintf("%d criteria: 0 pass, 1 fail, 0 skip, 0 harness_error, %d not run", len(r.Results), len(r.Results)-1))
 
 	out, err = run(t, certify.Config{Criteria: certify.Criteria(), Dir: "testdata/packages/unreadable", Select: regexp.MustCompile(`^manifest/`)}, nil)
 	require.NoError(t, err)

@@ -22,17 +22,21 @@ const (
 	// temporary directory it could not make, a suite not wired). It is
 	// never blamed on the package, and never counts as a pass either.
 	StatusHarnessError Status = "harness_error"
+	// StatusNotRun: the criterion never ran because what it needs did not
+	// load (the manifest). Its cause is reported once, in manifest/valid;
+	// a criterion not run is neither passed nor failed.
+	StatusNotRun Status = "not_run"
 )
 
 // Statuses lists every status in report order.
 func Statuses() []Status {
-	return []Status{StatusPass, StatusFail, StatusSkip, StatusHarnessError}
+	return []Status{StatusPass, StatusFail, StatusSkip, StatusHarnessError, StatusNotRun}
 }
 
 // Valid reports whether s is one of the statuses.
 func (s Status) Valid() bool {
 	switch s {
-	case StatusPass, StatusFail, StatusSkip, StatusHarnessError:
+	case StatusPass, StatusFail, StatusSkip, StatusHarnessError, StatusNotRun:
 		return true
 	}
 	return false
@@ -49,6 +53,8 @@ func (s Status) Word() string {
 		return "SKIP"
 	case StatusHarnessError:
 		return "ERROR"
+	case StatusNotRun:
+		return "NOT RUN"
 	}
 	return "?"
 }
@@ -67,8 +73,8 @@ const (
 	// removed.
 	BaselineStale BaselineStatus = "stale"
 	// BaselineListed: the baseline lists the criterion, but the harness
-	// broke while checking it, so nothing is known; the harness error
-	// still counts.
+	// broke while checking it or it never ran, so nothing is known; a
+	// harness error still counts.
 	BaselineListed BaselineStatus = "listed"
 )
 

@@ -58,7 +58,8 @@ type LaunchSpec struct {
 	// inputs built from the schemas.
 	Inputs *conformance.Inputs
 	// Trace, when not nil, receives each wire line as it is recorded, in
-	// the --trace format (WriteTrace).
+	// the --trace format (WriteTrace): the LaunchFunc streams every line
+	// its Package records to it, so a run killed midway keeps them.
 	Trace io.Writer
 }
 
@@ -141,9 +142,16 @@ func tailBytes(s string, n int) string {
 
 // Evidence is what a failed criterion leaves behind.
 type Evidence struct {
-	// Wire is the last wire messages before the verdict
-	// (at most EvidenceMessages).
+	// Wire is the wire around the failing moment: when the failure names
+	// a message (a stray stdout line, a write made again), the messages
+	// around it (EvidenceAround on each side); otherwise the last ones
+	// recorded while the criterion ran (at most EvidenceMessages).
 	Wire []WireMessage `json:"wire,omitempty"`
+	// At is the position, from 1, in the run's wire transcript (--trace)
+	// of the message the failure names, and From that of Wire[0]; both
+	// are 0 when the failure names none.
+	At   int `json:"at,omitempty"`
+	From int `json:"from,omitempty"`
 	// Stderr is the tail of the package's stderr (at most EvidenceStderrBytes).
 	Stderr string `json:"stderr,omitempty"`
 }
@@ -151,6 +159,7 @@ type Evidence struct {
 // How much evidence a failure keeps.
 const (
 	EvidenceMessages    = 10
+	EvidenceAround      = 5
 	EvidenceStderrBytes = 4096
 )
 

@@ -1,12 +1,16 @@
 package certify_test
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -117,6 +121,21 @@ func TestCertifyReportsTheFirstStrayLine(t *testing.T) {
 	require.True(t, ok, "the trace holds the stray line")
 	assert.Contains(t, r.Detail, line)
 	assert.Equal(t, certify.ExitFail, report.ExitCode())
+
+	// The evidence is the wire around the stray line, not the run's end.
+	require.NotNil(t, r.Evidence)
+	ev := r.Evidence
+	require.Positive(t, ev.At, "the evidence names the stray line's place in the transcript")
+	require.Less(t, ev.At-ev.From, len(ev.Wire))
+	stray := ev.Wire[ev.At-ev.From]
+	assert.Equal(t, certify.DirectionFromExtension, stray.Direction)
+	assert.Equal(t, line, stray.Text)
+	assert.Equal(t, report.Trace[ev.At-1], stray, "At counts from 1 in the transcript")
+	assert.Greater(t, ev.At-ev.From, 0, "messages before it are shown")
+	var out strings.Builder
+	certify.WriteProgress(&out, r)
+	assert.Contains(t, out.String(), fmt.Sprintf("around message %d (marked *)", ev.At))
+	assert.Contains(t, out.String(), "* <- (not JSON)")
 }
 
 // TestHostLaunchIsAPackageDriver runs the conformance package checks as
@@ -133,4 +152,43 @@ func TestHostLaunchIsAPackageDriver(t *testing.T) {
 	d, ok := p.(conformance.PackageDriver)
 	require.True(t, ok, "the host-backed package drives the conformance checks")
 	conformance.RunPackage(t, d)
+}
+
+// TestTraceSurvivesAKilledRun kills `extension certify --trace` with
+// SIGKILL once its first criterion has passed: the transcript file holds
+// the wire up to that point, one JSON message per line, with no run end
+// to write it.
+func TestTraceSurvivesAKilledRun(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "trace.jsonl")
+	cmd := exec.Command(openConduit, "extension", "certify", "--trace", file, filepath.Join("..", "extensions", "notes"))
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	killed := false
+	t.Cleanup(func() {
+		if !killed {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	lines := bufio.NewScanner(stdout)
+	for lines.Scan() {
+		if strings.HasPrefix(lines.Text(), "PASS ") {
+			break
+		}
+	}
+	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	killed = true
+	_ = cmd.Wait()
+
+	data, err := os.ReadFile(file)
+	require.NoError(t, err)
+	trace := strings.Split(strings.TrimSpace(string(data)), "\n")
+	require.GreaterOrEqual(t, len(trace), 4, "the handshake both ways and the first criterion's messages")
+	for _, l := range trace {
+		var m certify.WireMessage
+		require.NoError(t, json.Unmarshal([]byte(l), &m), "a whole JSON line: %s", l)
+		assert.Contains(t, []string{certify.DirectionToExtension, certify.DirectionFromExtension}, m.Direction)
+	}
+	assert.Contains(t, trace[0], `"method":"initialize"`)
 }

@@ -30,6 +30,29 @@ func notApplicable(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrNotApplicable}, args...)...)
 }
 
+// wireAtError is a failure seen at one line of the driver's Wire.
+type wireAtError struct {
+	index int
+	err   error
+}
+
+func (e *wireAtError) Error() string { return e.err.Error() }
+func (e *wireAtError) Unwrap() error { return e.err }
+
+// atWire marks err as seen at line index of the driver's Wire.
+func atWire(index int, err error) error { return &wireAtError{index: index, err: err} }
+
+// WireIndex is the line of the driver's Wire (from 0) at which the first
+// failure in err that names one was seen: the stray line, the write made
+// again, the call made while deciding. A report shows the wire around it.
+func WireIndex(err error) (int, bool) {
+	var w *wireAtError
+	if errors.As(err, &w) {
+		return w.index, true
+	}
+	return 0, false
+}
+
 // WireLine is one line of a package's wire as the driver recorded it.
 type WireLine struct {
 	// Time is when the line was written or read.

@@ -68,13 +68,13 @@ func CheckPackageCancellation(ctx context.Context, d PackageDriver) error {
 				req := fmt.Sprintf("certify-cancel-%s-%d-%d", o.Name, i, time.Now().UnixNano())
 				method, params := operationRequest(d, o, req, in)
 				what := fmt.Sprintf("operation %s with input %s", o.Name, describeInput(in))
-				outcome, detail := cancelInFlight(ctx, d, p, method, req, params, CancelBound)
+				outcome, detail, at := cancelInFlight(ctx, d, p, method, req, params, CancelBound)
 				tried = append(tried, what+": "+detail)
 				switch outcome {
 				case cancelStopped:
 					stopped++
 				case cancelKeptRunning:
-					errs = append(errs, fmt.Errorf("%s: %s", what, detail))
+					errs = append(errs, atWire(at, fmt.Errorf("%s: %s", what, detail)))
 				case cancelRefused:
 					refused++
 				}
@@ -91,7 +91,7 @@ func CheckPackageCancellation(ctx context.Context, d PackageDriver) error {
 				continue
 			}
 			what := fmt.Sprintf("executor %s: executor.wait of a run in progress", e.Name)
-			outcome, detail := cancelInFlight(ctx, d, p, "executor.wait", run.runID,
+			outcome, detail, at := cancelInFlight(ctx, d, p, "executor.wait", run.runID,
 				protocol.ExecutorWaitParams{Executor: e.Name, RunID: run.runID}, executorWaitSettle)
 			if outcome == cancelKeptRunning && strings.HasPrefix(detail, noAnswerYet) {
 				// Not answering a cancelled request is allowed; a handler
@@ -110,7 +110,7 @@ func CheckPackageCancellation(ctx context.Context, d PackageDriver) error {
 			case cancelStopped:
 				stopped++
 			case cancelKeptRunning:
-				errs = append(errs, fmt.Errorf("%s: %s", what, detail))
+				errs = append(errs, atWire(at, fmt.Errorf("%s: %s", what, detail)))
 			case cancelRefused:
 				refused++
 			}
@@ -139,7 +139,7 @@ const noAnswerYet = "no sign it stopped"
 // none), and says what the package showed within CancelBound. key is a
 // string the request's params hold (its request or run ID), to find it
 // on the wire among the other lines.
-func cancelInFlight(ctx context.Context, d PackageDriver, p RawPackage, method, key string, params any, settle time.Duration) (cancelOutcome, string) {
+func cancelInFlight(ctx context.Context, d PackageDriver, p RawPackage, method, key string, params any, settle time.Duration) (outcome cancelOutcome, detail string, at int) {
 	hold, release := holdCalls()
 	restore := p.Intercept(hold)
 	defer func() {
@@ -161,14 +161,14 @@ wait:
 	for {
 		changed := d.WireChanged()
 		msgs := decodeWire(d.Wire(), from)
-		reqID = requestOf(msgs, method, key)
+		reqID, at = requestAt(msgs, method, key)
 		if reqID != "" {
 			if ans := answerTo(msgs, reqID); ans != nil {
 				<-answered
 				if ans.Error != nil {
-					return cancelRefused, fmt.Sprintf("refused before it could be cancelled: %d %s", ans.Error.Code, clip(ans.Error.Message, 160))
+					return cancelRefused, fmt.Sprintf("refused before it could be cancelled: %d %s", ans.Error.Code, clip(ans.Error.Message, 160)), at
 				}
-				return cancelFinished, "answered before it could be cancelled, without calling the host"
+				return cancelFinished, "answered before it could be cancelled, without calling the host", at
 			}
 			if cb := firstCallbackAfter(msgs, reqID); cb != nil {
 				pending = cb
@@ -180,7 +180,7 @@ wait:
 		case <-timer.C:
 			break wait
 		case <-ctx.Done():
-			return cancelKeptRunning, "the check ended: " + ctx.Err().Error()
+			return cancelKeptRunning, "the check ended: " + ctx.Err().Error(), at
 		}
 	}
 	cancel() // sends $/cancel for the request
@@ -193,27 +193,27 @@ wait:
 		if ans := answerTo(msgs, reqID); ans != nil {
 			switch {
 			case ans.Error != nil && ans.Error.Code == jsonrpc.CodeCancelled:
-				return cancelStopped, "answered cancelled (-32800)"
+				return cancelStopped, "answered cancelled (-32800)", at
 			case ans.Error != nil:
-				return cancelKeptRunning, fmt.Sprintf("after $/cancel it answered error %d (%s), not cancelled (%d)", ans.Error.Code, clip(ans.Error.Message, 160), jsonrpc.CodeCancelled)
+				return cancelKeptRunning, fmt.Sprintf("after $/cancel it answered error %d (%s), not cancelled (%d)", ans.Error.Code, clip(ans.Error.Message, 160), jsonrpc.CodeCancelled), at
 			case pending != nil:
-				return cancelKeptRunning, fmt.Sprintf("after $/cancel it answered with a result, though its %s was still unanswered", pending.Method)
+				return cancelKeptRunning, fmt.Sprintf("after $/cancel it answered with a result, though its %s was still unanswered", pending.Method), at
 			default:
-				return cancelKeptRunning, "after $/cancel it answered with a result"
+				return cancelKeptRunning, "after $/cancel it answered with a result", at
 			}
 		}
 		if pending != nil && cancelledCallback(msgs, string(pending.ID)) {
-			return cancelStopped, fmt.Sprintf("cancelled its pending %s", pending.Method)
+			return cancelStopped, fmt.Sprintf("cancelled its pending %s", pending.Method), at
 		}
 		select {
 		case <-changed:
 		case <-bound.C:
 			if pending != nil {
-				return cancelKeptRunning, fmt.Sprintf("%s within %v of $/cancel: it neither cancelled its pending %s nor answered cancelled (-32800); its handler kept waiting", noAnswerYet, CancelBound, pending.Method)
+				return cancelKeptRunning, fmt.Sprintf("%s within %v of $/cancel: it neither cancelled its pending %s nor answered cancelled (-32800); its handler kept waiting", noAnswerYet, CancelBound, pending.Method), at
 			}
-			return cancelKeptRunning, fmt.Sprintf("%s within %v of $/cancel: it did not answer cancelled (-32800)", noAnswerYet, CancelBound)
+			return cancelKeptRunning, fmt.Sprintf("%s within %v of $/cancel: it did not answer cancelled (-32800)", noAnswerYet, CancelBound), at
 		case <-ctx.Done():
-			return cancelKeptRunning, "the check ended: " + ctx.Err().Error()
+			return cancelKeptRunning, "the check ended: " + ctx.Err().Error(), at
 		}
 	}
 }
@@ -221,12 +221,18 @@ wait:
 // requestOf is the id of the host's request of method whose params hold
 // key, "" when it is not on the wire yet.
 func requestOf(msgs []wireMessage, method, key string) string {
+	id, _ := requestAt(msgs, method, key)
+	return id
+}
+
+// requestAt is requestOf with the request's line on the wire.
+func requestAt(msgs []wireMessage, method, key string) (string, int) {
 	for _, m := range msgs {
 		if !m.fromExtension && m.request() && m.Method == method && strings.Contains(string(m.Params), key) {
-			return string(m.ID)
+			return string(m.ID), m.index
 		}
 	}
-	return ""
+	return "", -1
 }
 
 // answerTo is the package's answer to the host's request id.

@@ -151,7 +151,7 @@ func CheckPackageStdoutHygiene(ctx context.Context, d PackageDriver) error {
 		if !m.fromExtension || m.json && (m.Method != "" || len(m.ID) > 0) {
 			continue
 		}
-		return fmt.Errorf("the package wrote a line to stdout that is not a JSON-RPC message: %q", clipBytes(string(m.line), 200))
+		return atWire(m.index, fmt.Errorf("the package wrote a line to stdout that is not a JSON-RPC message: %q", clipBytes(string(m.line), 200)))
 	}
 	return nil
 }

@@ -66,7 +66,7 @@ func CheckPackageKVScoping(ctx context.Context, d PackageDriver) error {
 				continue
 			}
 			seen[c.Method+" "+ns] = true
-			errs = append(errs, fmt.Errorf("%s named namespace %q, outside the namespaces of %s: %s", c.Method, ns, name, clip(string(c.Params), 200)))
+			errs = append(errs, atWire(c.index, fmt.Errorf("%s named namespace %q, outside the namespaces of %s: %s", c.Method, ns, name, clip(string(c.Params), 200))))
 		}
 	}
 	return errors.Join(errs...)
@@ -144,7 +144,7 @@ func CheckPackageKVAtomicity(ctx context.Context, d PackageDriver) error {
 					break // read again
 				}
 				if next.Method == "kv.commit" && overlaps(keys, commitKeys(next)) && !guarded(next) {
-					errs = append(errs, fmt.Errorf("after a kv.commit refused as a conflict the package committed to the same keys again without reading them or guarding the batch: %s", clip(string(next.Params), 200)))
+					errs = append(errs, atWire(next.index, fmt.Errorf("after a kv.commit refused as a conflict the package committed to the same keys again without reading them or guarding the batch: %s", clip(string(next.Params), 200))))
 					break
 				}
 			}
@@ -237,7 +237,7 @@ func CheckPackageRoutesPure(ctx context.Context, d PackageDriver) error {
 					refusals = append(refusals, fmt.Sprintf("route %s: %s %s: %s", r.Handler, e.Family, e.DeliveryID, clip(c.err.Error(), 120)))
 				}
 				if cbs := callbacks(c.during); len(cbs) > 0 {
-					errs = append(errs, fmt.Errorf("route %s: route.match of %s %s called the host while deciding: %s", r.Handler, e.Family, e.DeliveryID, describeCallbacks(cbs)))
+					errs = append(errs, atWire(cbs[0].index, fmt.Errorf("route %s: route.match of %s %s called the host while deciding: %s", r.Handler, e.Family, e.DeliveryID, describeCallbacks(cbs))))
 				}
 				if c.err != nil {
 					answers[i] = json.RawMessage(fmt.Sprintf("%q", "error: "+protocol.CodeOf(c.err)))
@@ -389,7 +389,7 @@ func CheckPackageOperationsIdempotent(ctx context.Context, d PackageDriver) erro
 				continue
 			}
 			if w := writes(callbacks(c2.during)); len(w) > 0 {
-				errs = append(errs, fmt.Errorf("operation %s: called again with request ID %q it made its effect again: %s", o.Name, p.RequestID, describeCallbacks(w)))
+				errs = append(errs, atWire(w[0].index, fmt.Errorf("operation %s: called again with request ID %q it made its effect again: %s", o.Name, p.RequestID, describeCallbacks(w))))
 			}
 			if (c1.err == nil) != (c2.err == nil) {
 				errs = append(errs, fmt.Errorf("operation %s: the same request answered %v, then %v", o.Name, c1.err, c2.err))
@@ -634,7 +634,7 @@ func CheckPackageEmissionsAtomic(ctx context.Context, d PackageDriver) error {
 			c := observe(ctx, d, "operation.emit", protocol.OperationEmitParams{Operation: o.Name, RequestID: req,
 				Input: in, Authority: authority(d)}, &plan)
 			if w := writes(callbacks(c.during)); len(w) > 0 {
-				errs = append(errs, fmt.Errorf("operation %s: planning the emission wrote outside the emission's transaction: %s", o.Name, describeCallbacks(w)))
+				errs = append(errs, atWire(w[0].index, fmt.Errorf("operation %s: planning the emission wrote outside the emission's transaction: %s", o.Name, describeCallbacks(w))))
 			}
 			if c.err == nil {
 				planned = true
