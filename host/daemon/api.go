@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/open-conduit/open-conduit/client"
@@ -93,12 +94,25 @@ var apiRoutes = []apiRoute{
 type api struct {
 	b   apiBackend
 	mux *http.ServeMux
+	// closing ends every change stream: http.Server.Shutdown waits for
+	// handlers to return and never cancels their requests, so a stream
+	// must hear of a shutdown another way (see closeStreams).
+	closing   chan struct{}
+	closeOnce sync.Once
 }
+
+// ServeHTTP serves the API.
+func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.mux.ServeHTTP(w, r) }
+
+// closeStreams ends every change stream, now and later; register it with
+// http.Server.RegisterOnShutdown so a shutdown need not wait for streaming
+// clients. A client resumes from its last change on another daemon.
+func (a *api) closeStreams() { a.closeOnce.Do(func() { close(a.closing) }) }
 
 // newAPI builds the management API's handler: HTTP/1.1 + JSON under /v1/,
 // every refusal a {"error":{"code","message"}} body with its code's status.
-func newAPI(b apiBackend) http.Handler {
-	a := &api{b: b, mux: http.NewServeMux()}
+func newAPI(b apiBackend) *api {
+	a := &api{b: b, mux: http.NewServeMux(), closing: make(chan struct{})}
 	paths := map[string]bool{}
 	for _, rt := range apiRoutes {
 		a.mux.HandleFunc(rt.method+" "+rt.pattern, a.wrap(rt))
@@ -114,7 +128,7 @@ func newAPI(b apiBackend) http.Handler {
 	a.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, client.Errorf(client.CodeNotFound, "no such route %s", clipForMessage(r.URL.Path)))
 	})
-	return a.mux
+	return a
 }
 
 func (a *api) wrap(rt apiRoute) http.HandlerFunc {

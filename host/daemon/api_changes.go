@@ -128,6 +128,8 @@ func (a *api) changes(w http.ResponseWriter, r *http.Request) error {
 		select {
 		case <-r.Context().Done():
 			return nil
+		case <-a.closing:
+			return nil
 		case <-changed:
 		case <-keepAlive.C:
 			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {

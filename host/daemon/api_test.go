@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -54,6 +55,9 @@ func (apiTestHandler) Samples(_ context.Context, scopeID string, _ runtime.Route
 type apiTestBackend struct {
 	store  notifyingStore
 	engine *runtime.Engine
+
+	// shutdown shuts the test's API server down.
+	shutdown func(context.Context) error
 
 	mu     sync.Mutex
 	config json.RawMessage
@@ -142,7 +146,10 @@ func newAPITest(t testing.TB) (*apiTestBackend, *client.Client) {
 	sock := filepath.Join(dir, client.SocketName)
 	ln, err := net.Listen("unix", sock)
 	require.NoError(t, err)
-	srv := &http.Server{Handler: newAPI(b)}
+	handler := newAPI(b)
+	srv := &http.Server{Handler: handler}
+	srv.RegisterOnShutdown(handler.closeStreams)
+	b.shutdown = srv.Shutdown
 	served := make(chan struct{})
 	go func() { defer close(served); _ = srv.Serve(ln) }()
 	c := client.New(sock)
@@ -528,4 +535,17 @@ func TestAPIChangeStreamResumesFromLastEventID(t *testing.T) {
 
 	_, err = c.Changes(t.Context(), client.ChangeQuery{After: 99})
 	assert.ErrorIs(t, err, client.ErrConflict, "a cursor beyond the log is refused, not waited on forever")
+}
+
+func TestAPIShutdownEndsChangeStreams(t *testing.T) {
+	b, c := newAPITest(t)
+	stream, err := c.Changes(t.Context(), client.ChangeQuery{})
+	require.NoError(t, err)
+	defer stream.Close()
+	// Shutdown waits for handlers; a stream must end on its own.
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	require.NoError(t, b.shutdown(ctx), "a shutdown does not wait for a streaming client")
+	_, err = stream.Next()
+	assert.ErrorIs(t, err, io.EOF, "the stream ends cleanly; the client resumes elsewhere")
 }
