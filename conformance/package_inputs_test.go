@@ -167,3 +167,16 @@ func FuzzParseInputs(f *testing.F) {
 		}
 	})
 }
+
+// The author's reference documents the inputs file by the names and the
+// bound this package enforces.
+func TestInputsFileIsDocumented(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "protocol.md"))
+	require.NoError(t, err)
+	assert.Contains(t, string(doc), "## Certification inputs")
+	assert.Contains(t, string(doc), "`"+conformance.InputsFile+"`")
+	assert.Equal(t, 1<<20, conformance.MaxInputsBytes, "the page says 1 MiB")
+	for _, field := range []string{"`operations`", "`routes`", "`ingress`", "`family`", "`payload`", "`headers`", "`body`"} {
+		assert.Contains(t, string(doc), field)
+	}
+}
