@@ -46,6 +46,8 @@ func TestAPIRefusals(t *testing.T) {
 		{"trace body empty", "POST", trace, "", client.CodeInvalidRequest},
 		{"trace body not JSON", "POST", trace, `{"sample":`, client.CodeInvalidRequest},
 		{"trace body unknown field", "POST", trace, `{"sample":"opened","extra":1}`, client.CodeInvalidRequest},
+		{"trace body member in another case", "POST", trace, `{"Sample":"opened"}`, client.CodeInvalidRequest},
+		{"trace event member in another case", "POST", trace, `{"event":{"SOURCE":"tester"}}`, client.CodeInvalidRequest},
 		{"trace body duplicate key", "POST", trace, `{"sample":"opened","sample":"x"}`, client.CodeInvalidRequest},
 		{"trace body nested duplicate", "POST", trace, `{"event":{"source":"a","source":"b"}}`, client.CodeInvalidRequest},
 		{"trace body trailing data", "POST", trace, `{"sample":"opened"} {}`, client.CodeInvalidRequest},

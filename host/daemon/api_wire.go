@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/open-conduit/open-conduit/client"
@@ -71,12 +73,79 @@ func decodeStrict(data []byte, v any) error {
 	if err := checkJSON(data); err != nil {
 		return client.Errorf(client.CodeInvalidRequest, "request body: %v", err)
 	}
+	// encoding/json matches member names without regard to case; the API
+	// takes only its exact names.
+	var tree any
+	if err := json.Unmarshal(data, &tree); err != nil {
+		return client.Errorf(client.CodeInvalidRequest, "request body: %v", err)
+	}
+	if err := checkNames(tree, reflect.TypeOf(v), "$"); err != nil {
+		return client.Errorf(client.CodeInvalidRequest, "request body: %v", err)
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return client.Errorf(client.CodeInvalidRequest, "request body: %v", err)
 	}
 	return nil
+}
+
+var rawMessageType = reflect.TypeFor[json.RawMessage]()
+
+// checkNames refuses a member of a JSON object that is not exactly one of
+// the names of the struct it decodes into. Free-form values (RawMessage,
+// maps, interfaces) take any names.
+func checkNames(v any, t reflect.Type, path string) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == rawMessageType {
+		return nil
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return nil // a mismatched type is encoding/json's to refuse
+		}
+		fields := jsonFields(t)
+		for name, member := range obj {
+			ft, ok := fields[name]
+			if !ok {
+				return fmt.Errorf("unknown field %q at %s", clipForMessage(name), path)
+			}
+			if err := checkNames(member, ft, path+"."+name); err != nil {
+				return err
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		arr, _ := v.([]any)
+		for i, e := range arr {
+			if err := checkNames(e, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// jsonFields maps a struct's JSON member names onto their types.
+func jsonFields(t reflect.Type) map[string]reflect.Type {
+	out := map[string]reflect.Type{}
+	for f := range t.Fields() {
+		if !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch name {
+		case "-":
+			continue
+		case "":
+			name = f.Name
+		}
+		out[name] = f.Type
+	}
+	return out
 }
 
 // checkJSON walks data's tokens: one well-formed value, valid UTF-8, no
