@@ -262,3 +262,19 @@ func waitPidfd(fd int, d time.Duration) error {
 		return nil
 	}
 }
+
+// The README's example configuration applies on a daemon with the
+// packages the README installs.
+func TestServeAppliesTheReadmeExample(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	m := regexp.MustCompile("(?s)<!-- config-example -->\\s*```json\\n(.*?)```").FindSubmatch(b)
+	require.NotNil(t, m, "README.md has no config example")
+	d := daemontest.Start(t, daemontest.Options{Binary: daemonBinary(t), Packages: []string{notesDir, runnerDir}})
+	res, err := d.Client.ValidateConfig(serveContext(t), m[1])
+	require.NoError(t, err)
+	require.True(t, res.Valid, "%+v", res.Diagnostics)
+	gen, err := d.Client.ApplyConfig(serveContext(t), m[1])
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), gen.Number)
+}
