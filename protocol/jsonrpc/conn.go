@@ -94,6 +94,7 @@ type Conn struct {
 	pending  map[int64]chan reply
 	inflight map[string]context.CancelFunc
 	running  int
+	served   uint64 // requests handed to the handler: the last Request.Seq
 	err      error
 	done     chan struct{}
 
@@ -539,6 +540,8 @@ func (c *Conn) serve(m inMessage) {
 	c.running++
 	if !req.Notification {
 		c.inflight[key] = cancel
+		c.served++
+		req.Seq = c.served
 	}
 	c.mu.Unlock()
 	switch {

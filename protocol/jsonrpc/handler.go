@@ -17,6 +17,11 @@ type Request struct {
 	Params json.RawMessage
 	// Notification is true when the peer expects no answer.
 	Notification bool
+	// Seq numbers the requests (not notifications) the Conn hands its
+	// Handler, from 1, in the order it read them. Handlers start in any
+	// order; Seq tells one which requests came before it on the stream
+	// (a shutdown must still serve those).
+	Seq uint64
 
 	buf *[]byte // Params' pooled memory
 }

@@ -21,7 +21,7 @@ func Attach(ext *Extension, host Caller) (Caller, error) {
 		return nil, err
 	}
 	return CallerFunc(func(ctx context.Context, method string, params, result any) error {
-		res, err := s.call(ctx, method, params)
+		res, err := s.call(ctx, 0, method, params)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}

@@ -8,3 +8,11 @@ func SetMaxInflight(n int) (restore func()) {
 	maxInflight = n
 	return func() { maxInflight = old }
 }
+
+// SetBeforeServe makes ServeConn call f as each request's handler starts,
+// before the request is counted or served, and returns a function that
+// restores the default (nothing).
+func SetBeforeServe(f func(method string)) (restore func()) {
+	beforeServe = f
+	return func() { beforeServe = nil }
+}

@@ -69,8 +69,11 @@ func ServeConn(ctx context.Context, r io.Reader, w io.Writer, ext *Extension) er
 			s.logf("dropped notification %s", req.Method)
 			return nil, nil
 		}
+		if beforeServe != nil {
+			beforeServe(req.Method)
+		}
 		served.add()
-		res, err := s.call(ctx, req.Method, json.RawMessage(req.Params))
+		res, err := s.call(ctx, req.Seq, req.Method, json.RawMessage(req.Params))
 		if req.Method == "shutdown" && err == nil {
 			ackOnce.Do(func() { close(shutdownAcked) })
 		}
@@ -110,6 +113,10 @@ func ServeConn(ctx context.Context, r io.Reader, w io.Writer, ext *Extension) er
 		}
 	}
 }
+
+// beforeServe, when set, runs as a request's handler starts: tests hold a
+// handler there to start it after a later request's.
+var beforeServe func(method string)
 
 // maxInflight is the bound on requests served at once (a variable so the
 // transcript of an overload can stay short).

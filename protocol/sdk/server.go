@@ -34,6 +34,51 @@ type server struct {
 	state    int
 	inflight map[*inflightCall]struct{}
 	idle     chan struct{} // closed and replaced whenever inflight empties
+	// Over the wire, requests carry their place on the stream (seq, from
+	// 1) and their handlers start in any order. shutdownSeq is the
+	// shutdown's place: a request read before it is still served, even
+	// when its handler starts after shutdown did. arrivals tracks which
+	// requests have been admitted (served or refused), so shutdown can wait
+	// for every request read before it.
+	shutdownSeq uint64
+	arrivals    arrivals
+}
+
+// arrivals records which requests, numbered from 1, have arrived.
+type arrivals struct {
+	upTo    uint64              // every request 1..upTo has arrived
+	beyond  map[uint64]struct{} // arrived past upTo, out of order
+	changed chan struct{}       // closed and replaced on every arrival
+}
+
+// arrive records request seq; the caller holds s.mu.
+func (a *arrivals) arrive(seq uint64) {
+	if seq == 0 || seq <= a.upTo {
+		return
+	}
+	if a.beyond == nil {
+		a.beyond = map[uint64]struct{}{}
+	}
+	a.beyond[seq] = struct{}{}
+	for {
+		if _, ok := a.beyond[a.upTo+1]; !ok {
+			break
+		}
+		delete(a.beyond, a.upTo+1)
+		a.upTo++
+	}
+	if a.changed != nil {
+		close(a.changed)
+		a.changed = nil
+	}
+}
+
+// wait returns a channel closed on the next arrival; the caller holds s.mu.
+func (a *arrivals) wait() <-chan struct{} {
+	if a.changed == nil {
+		a.changed = make(chan struct{})
+	}
+	return a.changed
 }
 
 type inflightCall struct{ cancel context.CancelFunc }
@@ -70,9 +115,11 @@ func newServer(ext *Extension, host Caller) (*server, error) {
 }
 
 // call serves one host-to-extension request. params is a wire params value
-// in either form protocol.DecodeParams accepts. The error, if any, is a
-// *protocol.Error or the context's error when ctx ended.
-func (s *server) call(ctx context.Context, method string, params any) (res any, err error) {
+// in either form protocol.DecodeParams accepts. seq is the request's place
+// on the stream (jsonrpc.Request.Seq), or 0 in process, where calls have
+// no order of their own. The error, if any, is a *protocol.Error or the
+// context's error when ctx ended.
+func (s *server) call(ctx context.Context, seq uint64, method string, params any) (res any, err error) {
 	defer func() {
 		// A panicking handler answers internal, in process as over the wire.
 		if p := recover(); p != nil {
@@ -80,22 +127,36 @@ func (s *server) call(ctx context.Context, method string, params any) (res any, 
 			res, err = nil, protocol.NewError(protocol.CodeInternal, "internal error")
 		}
 	}()
-	res, err = s.serve(ctx, method, params)
+	res, err = s.serve(ctx, seq, method, params)
 	if err == nil {
 		return res, nil
 	}
 	return nil, s.wireError(ctx, method, err)
 }
 
-func (s *server) serve(ctx context.Context, method string, params any) (any, error) {
+func (s *server) serve(ctx context.Context, seq uint64, method string, params any) (any, error) {
 	mt, known := protocol.LookupMethod(method)
-	if !known || mt.Direction == protocol.ExtensionToHost {
-		return nil, protocol.Errorf(protocol.CodeMethodNotFound, "method %q is not one an extension serves", method)
-	}
+	f, dispatched := dispatch[method]
+	// The state the request is served in and, for a method of the dispatch
+	// table, its place among the requests in flight are taken under one
+	// lock, together with its arrival: once shutdown has seen a request
+	// arrive, the request is either in flight or refused.
 	s.mu.Lock()
-	state := s.state
+	state := s.stateFor(seq)
+	var ready context.Context
+	var done func()
+	if known && state == stateReady && dispatched && s.manifest.Enabled(method) {
+		ready, done = s.beginLocked(ctx)
+	}
+	s.arrivals.arrive(seq)
 	s.mu.Unlock()
+	if done != nil {
+		defer done()
+		return f(s, ready, params)
+	}
 	switch {
+	case !known || mt.Direction == protocol.ExtensionToHost:
+		return nil, protocol.Errorf(protocol.CodeMethodNotFound, "method %q is not one an extension serves", method)
 	case method == "initialize" && state == stateNew:
 		return s.initialize(ctx, params)
 	case state == stateShutdown:
@@ -105,35 +166,29 @@ func (s *server) serve(ctx context.Context, method string, params any) (any, err
 	case method == "initialize":
 		return nil, protocol.Errorf(protocol.CodeInvalid, "initialize already succeeded")
 	case method == "shutdown":
-		return s.shutdown(ctx)
-	}
-	if !s.manifest.Enabled(method) {
+		return s.shutdown(ctx, seq)
+	case !s.manifest.Enabled(method):
 		return nil, protocol.Errorf(protocol.CodeUndeclared, "the manifest of %q does not enable %s", s.manifest.Name, method)
-	}
-	f, ok := dispatch[method]
-	if !ok {
+	default:
 		return nil, protocol.Errorf(protocol.CodeMethodNotFound, "%s is not served by this extension", method)
 	}
-	ctx, done, err := s.begin(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer done()
-	return f(s, ctx, params)
 }
 
-// begin records a request in flight so shutdown can wait for or cancel it.
-func (s *server) begin(ctx context.Context) (context.Context, func(), error) {
+// stateFor is the state request seq is served in; the caller holds s.mu.
+// A request read before shutdown (a lower seq) is served as before it.
+func (s *server) stateFor(seq uint64) int {
+	if s.state == stateShutdown && seq != 0 && seq < s.shutdownSeq {
+		return stateReady
+	}
+	return s.state
+}
+
+// beginLocked records a request in flight so shutdown can wait for or
+// cancel it; the caller holds s.mu.
+func (s *server) beginLocked(ctx context.Context) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	c := &inflightCall{cancel: cancel}
-	s.mu.Lock()
-	if s.state == stateShutdown {
-		s.mu.Unlock()
-		cancel()
-		return nil, nil, protocol.Errorf(protocol.CodeShuttingDown, "shutting down")
-	}
 	s.inflight[c] = struct{}{}
-	s.mu.Unlock()
 	return ctx, func() {
 		cancel()
 		s.mu.Lock()
@@ -143,7 +198,7 @@ func (s *server) begin(ctx context.Context) (context.Context, func(), error) {
 			s.idle = make(chan struct{})
 		}
 		s.mu.Unlock()
-	}, nil
+	}
 }
 
 // wireError maps a handler's error onto what crosses: a *protocol.Error
@@ -211,10 +266,25 @@ func (s *server) configure(ctx context.Context, p protocol.ConfigureParams) (pro
 
 // shutdown stops taking requests, runs the extension's Shutdown, then
 // waits for the requests in flight, cancelling them after the grace period
-// or when its own context ends.
-func (s *server) shutdown(ctx context.Context) (any, error) {
+// or when its own context ends. seq is shutdown's place on the stream: the
+// requests read before it are in flight too, though their handlers may
+// not have started yet, so it first waits for each of them to arrive.
+func (s *server) shutdown(ctx context.Context, seq uint64) (any, error) {
 	s.mu.Lock()
 	s.state = stateShutdown
+	s.shutdownSeq = seq
+	for seq != 0 && s.arrivals.upTo < seq-1 {
+		// Every request before shutdown's was handed to a handler that
+		// is starting now; none waits for anything before arriving.
+		arrived := s.arrivals.wait()
+		s.mu.Unlock()
+		select {
+		case <-arrived:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		s.mu.Lock()
+	}
 	s.mu.Unlock()
 	var hookErr error
 	if s.ext.Shutdown != nil {
