@@ -130,18 +130,18 @@ A manifest whose command is "open-conduit extension-run NAME" runs it.
 		run:     routeTraceCommand,
 	},
 	{
-		name:    "status",
-		args:    "[flags]",
-		summary: "show the running daemon: generation, readiness, paths, packages",
-		details: "flags:\n" + opsFlagsHelp + opsExitHelp,
-		run:     statusCommand,
-	},
-	{
 		name:    "serve",
 		args:    "[--config DIR] [--state DIR] [--log-format text|json]",
 		summary: "run the daemon",
 		ownHelp: true,
 		run:     serveCommand,
+	},
+	{
+		name:    "status",
+		args:    "[flags]",
+		summary: "show the running daemon: generation, readiness, paths, packages",
+		details: "flags:\n" + opsFlagsHelp + opsExitHelp,
+		run:     statusCommand,
 	},
 	{
 		name:    "version",
@@ -157,7 +157,7 @@ A manifest whose command is "open-conduit extension-run NAME" runs it.
 	},
 	{
 		name:    "work",
-		args:    "[--scope ID] [--state STATE] [--after WORK] [--limit N] [flags] [ID]",
+		args:    "[--scope ID] [--work-state STATE] [--after WORK] [--limit N] [flags] [ID]",
 		summary: "list work, or show one work with its display, wait and executions",
 		details: "flags:\n" + opsFlagsHelp + opsExitHelp,
 		run:     workCommand,

@@ -160,17 +160,13 @@ func (o *opsCommand) print(v any, table func(w *tabwriter.Writer)) int {
 	return exitOK
 }
 
-// defaultStateDir is serve's default state directory:
-// $XDG_STATE_HOME/open-conduit, else ~/.local/state/open-conduit.
+// defaultStateDir is serve's default state directory (defaultDirs).
 func defaultStateDir() (string, error) {
-	if x := os.Getenv("XDG_STATE_HOME"); x != "" {
-		return filepath.Join(x, "open-conduit"), nil
-	}
-	home, err := os.UserHomeDir()
+	_, state, err := defaultDirs(os.Getenv)
 	if err != nil {
-		return "", fmt.Errorf("no state directory: set --state, XDG_STATE_HOME or HOME: %w", err)
+		return "", fmt.Errorf("no state directory: pass --state or --socket: %w", err)
 	}
-	return filepath.Join(home, ".local", "state", "open-conduit"), nil
+	return state, nil
 }
 
 // readInputFile reads a file an operator command sends, bounded.
@@ -190,7 +186,9 @@ func readInputFile(path string) ([]byte, error) {
 	return data, nil
 }
 
-func opsContext() (context.Context, context.CancelFunc) {
+// opsContext is what an operator command runs under: it ends on SIGINT or
+// SIGTERM (the way events --follow ends). Tests replace it.
+var opsContext = func() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
 
