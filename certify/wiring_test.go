@@ -192,3 +192,53 @@ func TestTraceSurvivesAKilledRun(t *testing.T) {
 	}
 	assert.Contains(t, trace[0], `"method":"initialize"`)
 }
+
+// TestCertifyHostBehavesLikeTheRealOne reads the wire of a notes run:
+// every initialize names this binary's version, every configure declares
+// the manifest's kv_version, every Event offered carries the time it was
+// accepted, and a payload certification made up carries no schema label
+// it was not written to.
+func TestCertifyHostBehavesLikeTheRealOne(t *testing.T) {
+	dir := filepath.Join("..", "extensions", "notes")
+	m, err := protocol.LoadManifest(dir)
+	require.NoError(t, err)
+	require.NotZero(t, m.KVVersion, "notes declares a KV layout, so 0 would show")
+	report := certifyDir(t, dir, `^(lifecycle/handshake|routes/pure|kv/atomicity)$`)
+	require.NotEmpty(t, certify.HostVersion())
+
+	var initialize, configure, events int
+	for _, w := range report.Trace {
+		var msg struct {
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
+		}
+		if w.Direction != certify.DirectionToExtension || json.Unmarshal(w.Message, &msg) != nil {
+			continue
+		}
+		switch msg.Method {
+		case "initialize":
+			initialize++
+			var p protocol.InitializeParams
+			require.NoError(t, json.Unmarshal(msg.Params, &p))
+			if p.ProtocolVersions[0] != 999 {
+				assert.Equal(t, certify.HostVersion(), p.Host.Version, "initialize: %s", msg.Params)
+			}
+		case "configure":
+			configure++
+			var p protocol.ConfigureParams
+			require.NoError(t, json.Unmarshal(msg.Params, &p))
+			assert.Equal(t, m.KVVersion, p.KV.Declared, "configure: %s", msg.Params)
+		case "route.match":
+			events++
+			var p protocol.RouteMatchParams
+			require.NoError(t, json.Unmarshal(msg.Params, &p))
+			assert.False(t, p.Event.AcceptedAt.IsZero(), "an Event accepted at the zero time: %s", msg.Params)
+			if strings.HasPrefix(p.Event.DeliveryID, "certify-") {
+				assert.Empty(t, p.Event.Schema, "a made-up payload labelled with a schema it was not written to: %s", msg.Params)
+			}
+		}
+	}
+	assert.Positive(t, initialize)
+	assert.Greater(t, configure, 1, "the supervised handshake and the checks' own")
+	assert.Positive(t, events)
+}

@@ -194,3 +194,44 @@ func TestPackageWireChecksCatchEachDefect(t *testing.T) {
 		})
 	}
 }
+
+// A check that observed nothing does not pass: when the package refuses
+// every call a check makes, the check fails as "could not exercise",
+// naming the input it tried; the negative control of a vacuous pass.
+func TestPackageWireChecksRefuseVacuousPasses(t *testing.T) {
+	ctx := context.Background()
+	refuses := func(method string, params json.RawMessage, out *[]string) (any, error) {
+		if method == "operation.call" || method == "route.match" {
+			return nil, errors.New("invalid input")
+		}
+		return good(method, params, out)
+	}
+	err := conformance.CheckPackageOperationsIdempotent(ctx, newScripted(t, refuses))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "could not exercise: operation memo.add refused input {}")
+	assert.Contains(t, err.Error(), conformance.InputsFile)
+
+	err = conformance.CheckPackageRoutesPure(ctx, newScripted(t, refuses))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "could not exercise: route.match refused every Event")
+
+	// A good package is exercised by the same checks.
+	assert.NoError(t, conformance.CheckPackageOperationsIdempotent(ctx, newScripted(t, good)))
+	assert.NoError(t, conformance.CheckPackageRoutesPure(ctx, newScripted(t, good)))
+}
+
+// The failure names the wire line it was seen at, so a report can show
+// the wire around it.
+func TestPackageWireChecksNameTheFailingLine(t *testing.T) {
+	d := newScripted(t, func(method string, params json.RawMessage, out *[]string) (any, error) {
+		if method == "operation.call" {
+			*out = append(*out, "debug: adding a memo")
+		}
+		return good(method, params, out)
+	})
+	err := conformance.CheckPackageStdoutHygiene(context.Background(), d)
+	require.Error(t, err)
+	at, ok := conformance.WireIndex(err)
+	require.True(t, ok)
+	assert.Equal(t, "debug: adding a memo", string(d.Wire()[at].Line))
+}
