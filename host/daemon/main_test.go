@@ -1,0 +1,46 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/open-conduit/open-conduit/protocol"
+	"github.com/open-conduit/open-conduit/protocol/sdk"
+)
+
+// slowHandshake is how long a "child:slow" package takes to initialize.
+const slowHandshake = 100 * time.Millisecond
+
+// TestMain lets the test binary serve as a package process: run as
+// "child:minimal" in a package directory, it serves that directory's
+// manifest with the SDK and nothing else (the start benchmarks' packages);
+// "child:slow" also takes slowHandshake to initialize.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && (os.Args[1] == "child:minimal" || os.Args[1] == "child:slow") {
+		raw, err := os.ReadFile(protocol.ManifestFile)
+		slow := os.Args[1] == "child:slow"
+		if err == nil {
+			err = sdk.Serve(&sdk.Extension{Manifest: raw,
+				Initialize: func(context.Context, protocol.InitializeParams) error {
+					if slow {
+						// A handshake that waits on something outside the
+						// process (an interpreter loading, a remote check).
+						time.Sleep(slowHandshake)
+					}
+					return nil
+				},
+				Configure: func(context.Context, *sdk.Host, protocol.ConfigureParams) (protocol.ConfigureResult, error) {
+					return protocol.ConfigureResult{}, nil
+				}})
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
