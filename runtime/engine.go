@@ -173,6 +173,8 @@ type Engine struct {
 	kick    chan struct{}
 
 	observers sync.WaitGroup
+	// adopting counts the adoptions whose recovery is still under way.
+	adopting sync.WaitGroup
 	// observeCtx outlives any one call: observations end with Close.
 	observeCtx context.Context
 	stop       context.CancelFunc

@@ -498,9 +498,11 @@ func (e *Engine) adoptOne(ctx context.Context, w Work) (Execution, error) {
 	e.mu.Unlock()
 	a := &attempt{exec: x, work: w, executor: c.Executors[binding.Executor], pool: pool}
 	e.observers.Add(1)
+	e.adopting.Add(1)
 	go func() {
 		defer e.observers.Done()
 		h, err := e.recoverRun(e.observeCtx, a)
+		e.adopting.Done()
 		if err != nil {
 			e.stopAndRetry(e.observeCtx, a, err)
 			return
@@ -509,3 +511,8 @@ func (e *Engine) adoptOne(ctx context.Context, w Work) (Execution, error) {
 	}()
 	return x, nil
 }
+
+// WaitAdopted waits until every run Adopt took over has been recovered
+// (or found not adoptable), so its executor can be reached through the
+// engine's controls: a daemon waits for it before it reports ready.
+func (e *Engine) WaitAdopted() { e.adopting.Wait() }

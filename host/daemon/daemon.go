@@ -121,6 +121,10 @@ type storedGeneration struct {
 	Doc json.RawMessage `json:"doc,omitempty"`
 }
 
+// AdoptWait bounds how long Open waits for the runs it adopts to be
+// recovered before it reports ready anyway.
+var AdoptWait = 30 * time.Second
+
 // ErrNoDirectory: ConfigDir or StateDir is empty.
 var ErrNoDirectory = errors.New("daemon: the config and state directories are required")
 
@@ -205,7 +209,16 @@ func Open(ctx context.Context, opts Options) (d *Daemon, err error) {
 	if adopted, err := d.engine.Adopt(ctx); err != nil {
 		d.log.Warn("adopting running executions", "err", err)
 	} else if len(adopted) > 0 {
-		d.log.Info("adopted running executions", "count", len(adopted))
+		// Ready means the adopted runs answer controls: wait for their
+		// executor.recover (each bounded by the call's own limits).
+		recovered := make(chan struct{})
+		go func() { d.engine.WaitAdopted(); close(recovered) }()
+		select {
+		case <-recovered:
+			d.log.Info("adopted running executions", "count", len(adopted))
+		case <-time.After(AdoptWait):
+			d.log.Warn("adopted executions still recovering; ready without them", "count", len(adopted), "waited", AdoptWait)
+		}
 	}
 	if !opts.NoAPI {
 		if err := d.listen(); err != nil {

@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/open-conduit/open-conduit/internal/testbin"
 
 	"github.com/open-conduit/open-conduit/protocol"
 	"github.com/open-conduit/open-conduit/protocol/sdk"
@@ -42,5 +45,32 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+// The tests that run bundled packages (notes, runner) share one build of
+// open-conduit, which serves them (extension-run).
+var (
+	binOnce sync.Once
+	binDir  string
+	binPath string
+	binErr  error
+)
+
+func openConduitBinary(tb testing.TB) string {
+	tb.Helper()
+	binOnce.Do(func() {
+		if binDir, binErr = os.MkdirTemp("", "oc-bin"); binErr == nil {
+			binPath, binErr = testbin.Build(binDir)
+		}
+	})
+	if binErr != nil {
+		tb.Fatal(binErr)
+	}
+	testbin.StatInputs(tb, "../..")
+	return binPath
 }
