@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -47,7 +48,9 @@ func kvNamespaces(c wireMessage) []string {
 
 // CheckPackageKVScoping exercises the package, then checks every KV
 // callback on the wire so far, from configure on: each must name only the
-// package's own namespaces. An attempt the host refused still fails.
+// package's own namespaces. An attempt the host refused still fails. A
+// package that made no KV call while exercised gave nothing to check, and
+// the check skips.
 func CheckPackageKVScoping(ctx context.Context, d PackageDriver) error {
 	if err := exercise(ctx, d); err != nil {
 		return err
@@ -55,9 +58,11 @@ func CheckPackageKVScoping(ctx context.Context, d PackageDriver) error {
 	name := d.Manifest().Name
 	var errs []error
 	seen := map[string]bool{}
+	calls := 0
 	for _, c := range callbacks(decodeWire(d.Wire(), 0)) {
 		switch c.Method {
 		case "kv.get", "kv.list", "kv.commit", "event.accept":
+			calls++
 		default:
 			continue
 		}
@@ -68,6 +73,9 @@ func CheckPackageKVScoping(ctx context.Context, d PackageDriver) error {
 			seen[c.Method+" "+ns] = true
 			errs = append(errs, atWire(c.index, fmt.Errorf("%s named namespace %q, outside the namespaces of %s: %s", c.Method, ns, name, clip(string(c.Params), 200))))
 		}
+	}
+	if calls == 0 {
+		return notApplicable("the package made no KV call (kv.get, kv.list, kv.commit, event.accept) while certification exercised it")
 	}
 	return errors.Join(errs...)
 }
@@ -480,10 +488,19 @@ var InTransactionAttempts = 3
 // it runs. A package left stuck in a call is restarted.
 func CheckPackageInTransactionDeadline(ctx context.Context, d PackageDriver) error {
 	calls := inTxCalls(ctx, d)
-	if len(calls) == 0 {
+	var errs []error
+	for _, o := range d.Manifest().Provides.Operations {
+		if o.Commit && !slices.ContainsFunc(calls, func(c inTxCall) bool { return c.method == "emit.commit" && c.what == "operation "+o.Name }) {
+			var tried []string
+			for _, in := range operationInputs(d, o) {
+				tried = append(tried, describeInput(in))
+			}
+			errs = append(errs, fmt.Errorf("operation %s: could not exercise: operation.emit refused every input (%s), so there was no emission for emit.commit to commit", o.Name, strings.Join(tried, "; ")))
+		}
+	}
+	if len(calls) == 0 && len(errs) == 0 {
 		return notApplicable("no in-transaction call could be made")
 	}
-	var errs []error
 	for _, c := range calls {
 		var missed []time.Duration
 		for range InTransactionAttempts {
@@ -523,11 +540,11 @@ func CheckPackageInTransactionDeadline(ctx context.Context, d PackageDriver) err
 // writing: in its emissions, accepted Events, deliveries and timers, and
 // in its answers that produce payloads (ingress observations, planned
 // emissions, recurrence occurrences).
-func writtenSchemas(msgs []wireMessage) []string {
-	var out []string
+func writtenSchemas(msgs []wireMessage) (schemas []string, payloads int) {
 	add := func(s string) {
+		payloads++
 		if s != "" {
-			out = append(out, s)
+			schemas = append(schemas, s)
 		}
 	}
 	type drafts struct {
@@ -547,12 +564,14 @@ func writtenSchemas(msgs []wireMessage) []string {
 			} `json:"event"`
 		} `json:"observations"`
 	}
-	collect := func(raw json.RawMessage) {
+	collect := func(raw json.RawMessage, draft bool) {
 		var p drafts
 		if json.Unmarshal(raw, &p) != nil {
 			return
 		}
-		add(p.Schema)
+		if draft {
+			add(p.Schema)
+		}
 		for _, e := range p.Emissions {
 			add(e.Schema)
 		}
@@ -575,24 +594,27 @@ func writtenSchemas(msgs []wireMessage) []string {
 		switch {
 		case m.fromExtension && m.request():
 			switch m.Method {
-			case "kv.commit", "event.accept", "ingress.deliver", "timer.arm":
-				collect(m.Params)
+			case "kv.commit", "ingress.deliver":
+				collect(m.Params, false)
+			case "event.accept", "timer.arm":
+				collect(m.Params, true) // the params are one draft
 			}
 		case !m.fromExtension && m.request():
 			pending[string(m.ID)] = m.Method
 		case m.fromExtension && len(m.Result) > 0:
 			switch pending[string(m.ID)] {
 			case "ingress.push", "ingress.reconcile", "operation.emit", "recurrence.next":
-				collect(m.Result)
+				collect(m.Result, false)
 			}
 		}
 	}
-	return out
+	return schemas, payloads
 }
 
 // CheckPackageSchemasCurrent exercises the package and checks every
 // payload schema it wrote on the wire so far: each must be absent or the
-// current version of one of its own schema bases.
+// current version of one of its own schema bases. A package that wrote no
+// payload while exercised gave nothing to check, and the check skips.
 func CheckPackageSchemasCurrent(ctx context.Context, d PackageDriver) error {
 	if err := exercise(ctx, d); err != nil {
 		return err
@@ -600,7 +622,11 @@ func CheckPackageSchemasCurrent(ctx context.Context, d PackageDriver) error {
 	m := d.Manifest()
 	var errs []error
 	seen := map[string]bool{}
-	for _, s := range writtenSchemas(decodeWire(d.Wire(), 0)) {
+	schemas, payloads := writtenSchemas(decodeWire(d.Wire(), 0))
+	if payloads == 0 {
+		return notApplicable("the package wrote no payload (no Event, emission, observation or timer) while certification exercised it")
+	}
+	for _, s := range schemas {
 		if seen[s] {
 			continue
 		}
