@@ -106,6 +106,9 @@ type Conn struct {
 type reply struct {
 	result []byte
 	err    *wireError
+	// notStrict, when set, says how the response broke the strict JSON
+	// rule; the call fails with ErrInvalidResponse.
+	notStrict string
 }
 
 type connKey struct{}
@@ -286,6 +289,9 @@ func appendMessage(buf []byte, id int64, notification bool, method string, param
 }
 
 func (c *Conn) finish(method string, r reply, result any) error {
+	if r.notStrict != "" {
+		return fmt.Errorf("%w to %s: %s", ErrInvalidResponse, method, r.notStrict)
+	}
 	if r.err != nil {
 		if c.decodeError != nil {
 			if err := c.decodeError(r.err.Code, r.err.Message, r.err.Data); err != nil {
@@ -452,12 +458,28 @@ func (c *Conn) dispatch(line []byte) bool {
 		c.deliver(m)
 		return true
 	}
+	if m.notStrict != "" {
+		c.refuseNotStrict(m)
+		return true
+	}
 	if m.id == nil && m.method == cancelMethod {
 		c.cancelInflight(m.params)
 		return true
 	}
 	c.serve(m)
 	return true
+}
+
+// refuseNotStrict answers a request that breaks the strict JSON rule with
+// invalid params, and drops such a notification; no handler sees either.
+// The reader goes straight on.
+func (c *Conn) refuseNotStrict(m inMessage) {
+	if m.id == nil {
+		c.logf("jsonrpc: dropped a notification: %s", m.notStrict)
+		return
+	}
+	c.logf("jsonrpc: refused request %s: %s", m.id, m.notStrict)
+	go c.writeError(bytes.Clone(m.id), &wireError{Code: CodeInvalidParams, Message: "invalid params: " + m.notStrict})
 }
 
 // deliver hands a response to the call waiting for it; one nobody waits
@@ -477,13 +499,16 @@ func (c *Conn) deliver(m inMessage) {
 		return
 	}
 	var r reply
-	if m.errObj != nil {
+	switch {
+	case m.notStrict != "":
+		r.notStrict = m.notStrict
+	case m.errObj != nil:
 		var we wireError
 		if err := json.Unmarshal(m.errObj, &we); err != nil {
 			we = wireError{Code: CodeInternal, Message: "malformed error response"}
 		}
 		r.err = &we
-	} else {
+	default:
 		r.result = bytes.Clone(m.result)
 	}
 	ch <- r // buffered: never blocks the reader

@@ -112,7 +112,7 @@ func bigMembers(data []byte) ([]bigMember, bool) {
 		if i >= len(data) || data[i] != '"' {
 			return nil, false
 		}
-		keyEnd, err := skipString(data, i)
+		keyEnd, err := skipString(data, i, nil)
 		if err != nil {
 			return nil, false
 		}
@@ -129,7 +129,7 @@ func bigMembers(data []byte) ([]bigMember, bool) {
 		if data[i] == '"' {
 			// data is known valid: find the closing quote, not validate.
 			end = skipValidString(data, i)
-		} else if end, err = skipValue(data, i, 1); err != nil {
+		} else if end, err = skipValue(data, i, 1, nil); err != nil {
 			return nil, false
 		}
 		for _, k := range keys {

@@ -12,6 +12,17 @@
 // handler errors onto the wire: an AuthoredError crosses with its own
 // code, message and data; anything else as -32603 with no detail.
 //
+// Every message read is held to the strict JSON rule, in the same single
+// pass that frames it: each string, member names included, is valid UTF-8
+// once its escapes are read (no raw invalid byte, no unpaired surrogate
+// escape, which encoding/json would quietly turn into U+FFFD), and each
+// number fits a float64. A request that breaks it is answered -32602 with
+// the JSON path of the offending value and its handler never runs; such a
+// notification is dropped; such a response fails its call with
+// ErrInvalidResponse; an id that breaks it is unreadable, so the message
+// is an invalid request. The connection stays up but for the last. The
+// Conn likewise refuses to send a message that breaks the rule.
+//
 // Both sides use the same Conn: NewConn starts the reader, Call and Notify
 // send, and a Handler serves. A handler may call back on the Conn it finds
 // with ConnFromContext. When the stream breaks, every pending and later

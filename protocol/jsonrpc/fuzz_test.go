@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/open-conduit/open-conduit/protocol/jsonrpc"
 )
@@ -47,6 +51,59 @@ func FuzzValidJSON(f *testing.F) {
 			t.Fatalf("ValidJSON(%q) = %v, encoding/json says %v", data, got, want)
 		}
 	})
+}
+
+// FuzzStrictJSON checks the strict JSON rule (strict.go) from both sides
+// on arbitrary input. What it accepts is JSON whose bytes are UTF-8 and
+// whose numbers all fit a float64; what it refuses is valid JSON only when
+// the input shows a reason: a byte that is not UTF-8, an escape of a
+// surrogate half, or a number a float64 cannot hold. The seed corpus is
+// under testdata/fuzz/FuzzStrictJSON.
+func FuzzStrictJSON(f *testing.F) {
+	f.Fuzz(func(t *testing.T, data []byte) {
+		err := jsonrpc.CheckStrict(data)
+		valid := json.Valid(data)
+		if !valid {
+			if err == nil {
+				t.Fatalf("CheckStrict(%q) accepts what is not JSON", data)
+			}
+			return
+		}
+		overflow := numbersOverflow(t, data)
+		surrogate := surrogateEscape.Match(data)
+		if err == nil && (!utf8.Valid(data) || overflow) {
+			t.Fatalf("CheckStrict(%q) accepts invalid UTF-8 or a number beyond float64", data)
+		}
+		if err != nil && utf8.Valid(data) && !overflow && !surrogate {
+			t.Fatalf("CheckStrict(%q) refuses strict JSON: %v", data, err)
+		}
+		if err != nil && !utf8.ValidString(err.Error()) {
+			t.Fatalf("CheckStrict(%q)'s refusal is not UTF-8: %q", data, err.Error())
+		}
+	})
+}
+
+// surrogateEscape matches the text of a \u escape of a surrogate half,
+// possibly preceded by an escaped backslash (which over-approximates, as
+// the fuzz target needs).
+var surrogateEscape = regexp.MustCompile(`\\u[dD][89a-fA-F][0-9a-fA-F]{2}`)
+
+// numbersOverflow reports whether valid JSON data holds a number that does
+// not fit a float64.
+func numbersOverflow(t *testing.T, data []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		if n, ok := tok.(json.Number); ok {
+			if _, err := strconv.ParseFloat(string(n), 64); errors.Is(err, strconv.ErrRange) {
+				return true
+			}
+		}
+	}
 }
 
 func TestValidJSONDepthMatchesEncodingJSON(t *testing.T) {

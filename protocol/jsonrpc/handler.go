@@ -95,6 +95,11 @@ var (
 	// ErrMethodNotFound, returned (wrapped) by a handler, answers -32601
 	// with the error's text as the message.
 	ErrMethodNotFound = errors.New("method not found")
+
+	// ErrInvalidResponse is wrapped by the error Call returns when the
+	// peer's response breaks the strict JSON rule (see the package doc):
+	// the response is dropped unread and the connection stays up.
+	ErrInvalidResponse = errors.New("jsonrpc: invalid response")
 )
 
 // AuthoredError is an error whose code and message a handler means the

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"unicode/utf8"
 )
@@ -50,6 +51,9 @@ type inMessage struct {
 	params    []byte // raw params value; nil when absent
 	result    []byte // raw result value; nil when absent
 	errObj    []byte // raw error object; nil when absent
+	// notStrict, when set, says where the line breaks the strict JSON
+	// rule outside its id (strict.go); the message is refused unserved.
+	notStrict string
 }
 
 var (
@@ -66,15 +70,20 @@ var (
 // parseMessage decodes one line in a single pass: it validates the whole
 // line as JSON and slices out the envelope's members without copying them.
 // A syntax error is reported as errSyntax (or errTooDeep); a well-formed
-// line that is not a JSON-RPC 2.0 message as one of the other errors.
+// line that is not a JSON-RPC 2.0 message as one of the other errors. The
+// same pass checks the strict JSON rule: a break in the id makes the id
+// unreadable (errBadID), one anywhere else is kept in notStrict.
 func parseMessage(line []byte) (inMessage, error) {
 	var m inMessage
+	var strict, idStrict strictNote
+	strict.reset()
+	idStrict.reset()
 	i := skipSpace(line, 0)
 	if i == len(line) {
 		return m, errSyntax
 	}
 	if line[i] != '{' {
-		end, err := skipValue(line, i, 0)
+		end, err := skipValue(line, i, 0, nil)
 		if err != nil {
 			return m, err
 		}
@@ -97,7 +106,7 @@ func parseMessage(line []byte) (inMessage, error) {
 			if i >= len(line) || line[i] != '"' {
 				return m, errSyntax
 			}
-			keyEnd, err := skipString(line, i)
+			keyEnd, err := skipString(line, i, &strict)
 			if err != nil {
 				return m, err
 			}
@@ -113,7 +122,11 @@ func parseMessage(line []byte) (inMessage, error) {
 				return m, errSyntax
 			}
 			i = skipSpace(line, i+1)
-			valEnd, err := skipValue(line, i, 1)
+			note := &strict
+			if string(key) == "id" {
+				note = &idStrict
+			}
+			valEnd, err := skipValue(line, i, 1, note)
 			if err != nil {
 				return m, err
 			}
@@ -163,6 +176,13 @@ func parseMessage(line []byte) (inMessage, error) {
 	}
 	if shapeErr != nil {
 		return m, shapeErr
+	}
+	if idStrict.broken() {
+		m.id = nil // it cannot be echoed
+		return m, errBadID
+	}
+	if strict.broken() {
+		m.notStrict = strict.describe(line)
 	}
 	if string(version) != `"2.0"` {
 		return m, errBadVersion
@@ -233,13 +253,16 @@ func skipSpace(b []byte, i int) int {
 // and returns the index just past it. It accepts exactly what
 // encoding/json accepts, but scans string bodies, which dominate large
 // messages, with a tight loop rather than a state machine.
-func skipValue(b []byte, i, depth int) (int, error) {
+//
+// With sn set it also notes in sn the first break of the strict JSON rule
+// (strict.go), which is no syntax error; nil checks syntax alone.
+func skipValue(b []byte, i, depth int, sn *strictNote) (int, error) {
 	if i >= len(b) {
 		return i, errSyntax
 	}
 	switch c := b[i]; {
 	case c == '"':
-		return skipString(b, i)
+		return skipString(b, i, sn)
 	case c == '{':
 		if depth >= maxDepth {
 			return i, errTooDeep
@@ -253,7 +276,7 @@ func skipValue(b []byte, i, depth int) (int, error) {
 				return i, errSyntax
 			}
 			var err error
-			if i, err = skipString(b, i); err != nil {
+			if i, err = skipString(b, i, sn); err != nil {
 				return i, err
 			}
 			i = skipSpace(b, i)
@@ -261,7 +284,7 @@ func skipValue(b []byte, i, depth int) (int, error) {
 				return i, errSyntax
 			}
 			i = skipSpace(b, i+1)
-			if i, err = skipValue(b, i, depth+1); err != nil {
+			if i, err = skipValue(b, i, depth+1, sn); err != nil {
 				return i, err
 			}
 			i = skipSpace(b, i)
@@ -287,7 +310,7 @@ func skipValue(b []byte, i, depth int) (int, error) {
 		}
 		for {
 			var err error
-			if i, err = skipValue(b, i, depth+1); err != nil {
+			if i, err = skipValue(b, i, depth+1, sn); err != nil {
 				return i, err
 			}
 			i = skipSpace(b, i)
@@ -304,7 +327,7 @@ func skipValue(b []byte, i, depth int) (int, error) {
 			}
 		}
 	case c == '-' || (c >= '0' && c <= '9'):
-		return skipNumber(b, i)
+		return skipNumber(b, i, sn)
 	case c == 't':
 		return skipLiteral(b, i, "true")
 	case c == 'f':
@@ -323,9 +346,10 @@ func skipLiteral(b []byte, i int, lit string) (int, error) {
 }
 
 // skipString validates the string starting at b[i] == '"'. Runs of plain
-// bytes, which make up nearly all of a base64 payload, are skipped eight
-// at a time.
-func skipString(b []byte, i int) (int, error) {
+// ASCII bytes, which make up nearly all of a base64 payload, are skipped
+// eight at a time. With sn set, multi-byte UTF-8 and \u escapes are
+// checked for the strict rule too.
+func skipString(b []byte, i int, sn *strictNote) (int, error) {
 	i++
 	for i < len(b) {
 		for len(b)-i >= 8 && !hasSpecial(binary.LittleEndian.Uint64(b[i:])) {
@@ -354,12 +378,17 @@ func skipString(b []byte, i int) (int, error) {
 						return i, errSyntax
 					}
 				}
+				if sn != nil && sn.clean() {
+					sn.escape(b, i)
+				}
 				i += 6
 			default:
 				return i, errSyntax
 			}
 		case c < 0x20:
 			return i, errSyntax
+		case c >= utf8.RuneSelf && sn != nil && sn.clean():
+			i += sn.rune(b, i)
 		default:
 			i++
 		}
@@ -368,19 +397,28 @@ func skipString(b []byte, i int) (int, error) {
 }
 
 // hasSpecial reports whether any of the eight bytes in x is a quote, a
-// backslash or a control character (below 0x20).
+// backslash, a control character (below 0x20) or not ASCII (from 0x80).
 func hasSpecial(x uint64) bool {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	quote := x ^ (ones * '"')
 	slash := x ^ (ones * '\\')
-	return ((quote-ones)&^quote|(slash-ones)&^slash|(x-ones*0x20)&^x)&highs != 0
+	return ((quote-ones)&^quote|(slash-ones)&^slash|(x-ones*0x20)&^x|x)&highs != 0
 }
 
 func isHex(c byte) bool {
 	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
 }
 
-func skipNumber(b []byte, i int) (int, error) {
+func skipNumber(b []byte, i int, sn *strictNote) (int, error) {
+	start := i
+	end, err := scanNumber(b, i)
+	if err == nil && sn != nil && sn.clean() {
+		sn.number(b, start, end)
+	}
+	return end, err
+}
+
+func scanNumber(b []byte, i int) (int, error) {
 	if b[i] == '-' {
 		i++
 	}
@@ -427,7 +465,7 @@ func skipNumber(b []byte, i int) (int, error) {
 // surrounding space.
 func validJSON(b []byte) bool {
 	i := skipSpace(b, 0)
-	end, err := skipValue(b, i, 0)
+	end, err := skipValue(b, i, 0, nil)
 	return err == nil && skipSpace(b, end) == len(b)
 }
 
@@ -483,9 +521,12 @@ func appendString(buf []byte, s string) []byte {
 	return append(buf, b...)
 }
 
-// appendValue appends v as JSON. A json.RawMessage is checked and copied
-// as it is, with any line break (which valid JSON holds only as space
-// between tokens) turned into a space so framing survives.
+// appendValue appends v as JSON that keeps the strict rule (strict.go),
+// which the peer would otherwise refuse. A json.RawMessage is checked and
+// copied as it is, with any line break (which valid JSON holds only as
+// space between tokens) turned into a space so framing survives; other
+// values are encoded, then checked, since a json.RawMessage inside them is
+// copied unchecked by encoding/json.
 func appendValue(buf []byte, v any) ([]byte, error) {
 	var raw []byte
 	switch v := v.(type) {
@@ -503,17 +544,22 @@ func appendValue(buf []byte, v any) ([]byte, error) {
 		bb := bytes.NewBuffer(buf)
 		enc := json.NewEncoder(bb)
 		enc.SetEscapeHTML(false)
+		start := len(buf)
 		if err := enc.Encode(v); err != nil {
 			return buf, err
 		}
 		out := bb.Bytes()
-		return out[:len(out)-1], nil // Encode ends with a newline
+		out = out[:len(out)-1] // Encode ends with a newline
+		if err := checkStrict(out[start:]); err != nil {
+			return buf, fmt.Errorf("%T encodes to JSON the peer refuses: %w", v, err)
+		}
+		return out, nil
 	}
 	if len(raw) == 0 {
 		return append(buf, "null"...), nil
 	}
-	if !validJSON(raw) {
-		return buf, errors.New("json.RawMessage is not valid JSON")
+	if err := checkStrict(raw); err != nil {
+		return buf, fmt.Errorf("json.RawMessage: %w", err)
 	}
 	start := len(buf)
 	buf = append(buf, raw...)
