@@ -106,7 +106,8 @@ func (d *Daemon) checkByPackages(ctx context.Context, cfg *Config) []client.Diag
 	var wg sync.WaitGroup
 	for i, c := range calls {
 		wg.Go(func() {
-			_, err := c.pkg.remote.Validate(ctx, c.params)
+			_, remote, _ := c.pkg.parts()
+			_, err := remote.Validate(ctx, c.params)
 			switch {
 			case err == nil:
 			case errors.Is(err, host.ErrValidateRefused):
@@ -195,11 +196,12 @@ func (d *Daemon) activate(ctx context.Context, cfg *Config, gen client.Generatio
 		p := d.paramsFor(cfg, pr, gen)
 		pr.params.Store(&p)
 		wg.Go(func() {
-			st, _, _ := pr.proc.Status()
+			proc, _, _ := pr.parts()
+			st, _, _ := proc.Status()
 			if st != host.Running {
 				return // it gets these params when it next starts
 			}
-			if err := pr.proc.Reconfigure(ctx); err != nil {
+			if err := proc.Reconfigure(ctx); err != nil {
 				d.log.Error("configure failed", "package", pr.pkg.Name, "generation", gen.Number, "err", err)
 			}
 		})
@@ -285,25 +287,26 @@ func (d *Daemon) tables(cfg *Config) runtime.Config {
 	}
 	for _, pr := range d.pkgs {
 		p := pr.pkg.Manifest.Provides
+		_, remote, executors := pr.parts()
 		for _, r := range p.Routes {
-			t.Handlers[r.Handler] = pr.remote.RouteHandler(r.Handler)
+			t.Handlers[r.Handler] = remote.RouteHandler(r.Handler)
 		}
-		for name, x := range pr.executors {
+		for name, x := range executors {
 			t.Executors[name] = x
 		}
 		for _, k := range p.WorkKinds {
-			t.WorkKinds[k.Name] = pr.remote.WorkKind(k.Name)
+			t.WorkKinds[k.Name] = remote.WorkKind(k.Name)
 		}
 		for _, r := range p.Recurrences {
-			t.Recurrences[r.Name] = pr.remote.Recurrence(r.Name)
+			t.Recurrences[r.Name] = remote.Recurrence(r.Name)
 		}
-		for name, spec := range pr.remote.Operations() {
+		for name, spec := range remote.Operations() {
 			t.Operations[name] = spec
 		}
 		params := pr.params.Load()
 		for _, src := range pr.svc.Sources() {
 			typ, entry := sourceEntry(pr.pkg.Manifest, params, src)
-			t.Sources[src.Name] = runtime.Source{ScopeID: src.ScopeID, Ingress: pr.remote.Ingress(src, typ, entry)}
+			t.Sources[src.Name] = runtime.Source{ScopeID: src.ScopeID, Ingress: remote.Ingress(src, typ, entry)}
 		}
 	}
 	for _, sc := range cfg.Scopes {

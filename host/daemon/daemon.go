@@ -56,6 +56,14 @@ type Options struct {
 	Wire func(pkg string) func(stdout io.ReadCloser, stdin io.WriteCloser) (io.ReadCloser, io.WriteCloser)
 	// Durations of the packages' supervision; zero takes host's defaults.
 	ShutdownGrace, TermGrace, ReapTimeout, StartTimeout time.Duration
+	// Deferred composes the packages without starting them: the driver
+	// starts each with StartPackage (certification starts its package
+	// when a check asks for it).
+	Deferred bool
+	// Configure, when set, is each package's fixed configure: config.json
+	// is not read and no generation is stored or applied (certification
+	// configures its one package in its test scope this way).
+	Configure func(host.Package) protocol.ConfigureParams
 }
 
 // Daemon is one running composition: the store in the state directory,
@@ -92,14 +100,26 @@ type Daemon struct {
 
 // pkgRun is one admitted package and its parts.
 type pkgRun struct {
-	pkg    host.Package
-	svc    *host.Service
-	proc   *host.Process
-	remote *host.Remote
-	// executors are created once, so their runs survive a new generation.
-	executors map[string]runtime.Executor
+	pkg host.Package
+	svc *host.Service
 	// params is the configure the package gets at its next (re)start.
 	params atomic.Pointer[protocol.ConfigureParams]
+	// passEnv is what the operator granted it when it was composed.
+	passEnv []string
+
+	mu     sync.Mutex
+	proc   *host.Process
+	remote *host.Remote
+	// executors are created with the process, so their runs survive a
+	// new generation (RestartPackage replaces them).
+	executors map[string]runtime.Executor
+}
+
+// parts are the package's current process and adapters.
+func (pr *pkgRun) parts() (*host.Process, *host.Remote, map[string]runtime.Executor) {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	return pr.proc, pr.remote, pr.executors
 }
 
 var _ apiBackend = (*Daemon)(nil)
@@ -177,9 +197,12 @@ func Open(ctx context.Context, opts Options) (d *Daemon, err error) {
 
 	// The document is read before the packages start, for what only a
 	// start takes (pass_env); it is validated whole once they run.
-	doc, found, err := ReadConfigFile(opts.ConfigDir)
-	if err != nil {
-		return nil, fmt.Errorf("daemon: %w", err)
+	var doc []byte
+	found := false
+	if opts.Configure == nil {
+		if doc, found, err = ReadConfigFile(opts.ConfigDir); err != nil {
+			return nil, fmt.Errorf("daemon: %w", err)
+		}
 	}
 	startCfg, _ := ParseConfig(doc)
 	if startCfg == nil {
@@ -188,9 +211,17 @@ func Open(ctx context.Context, opts Options) (d *Daemon, err error) {
 	if err := d.compose(startCfg); err != nil {
 		return nil, err
 	}
-	d.startAll(ctx)
+	if !opts.Deferred {
+		d.startAll(ctx)
+	}
 
-	if !found {
+	if opts.Configure != nil {
+		// Fixed configures: the packages have theirs; the engine gets
+		// their registrations.
+		if err := d.engine.Reconfigure(d.tables(&Config{})); err != nil {
+			return nil, err
+		}
+	} else if !found {
 		// Generation 0: nothing applied, nothing stored.
 		d.log.Info("no configuration file: running the empty configuration (no scopes)", "file", filepath.Join(opts.ConfigDir, ConfigFile))
 		if err := d.activate(ctx, &Config{}, client.Generation{}); err != nil {
@@ -257,33 +288,16 @@ func (d *Daemon) compose(startCfg *Config) error {
 	}
 	var manifests []*protocol.Manifest
 	for _, p := range pkgs {
-		pr := &pkgRun{pkg: p}
-		pr.params.Store(&protocol.ConfigureParams{Entries: []protocol.ConfigEntry{}, Connections: []protocol.Connection{}})
+		pr := &pkgRun{pkg: p, passEnv: startCfg.Settings.PassEnv[p.Name]}
+		params := protocol.ConfigureParams{Entries: []protocol.ConfigEntry{}, Connections: []protocol.Connection{}}
+		if d.opts.Configure != nil {
+			params = d.opts.Configure(p)
+		}
+		pr.params.Store(&params)
 		pr.svc = host.NewService(host.ServiceConfig{Manifest: p.Manifest, Store: d.store, Blobs: d.sqlite,
 			Secrets: &secretResolver{d: d, pkg: p.Name}, Engine: d.engine})
-		var wire func(io.ReadCloser, io.WriteCloser) (io.ReadCloser, io.WriteCloser)
-		if d.opts.Wire != nil {
-			wire = d.opts.Wire(p.Name)
-		}
-		proc, err := host.NewProcess(host.Config{
-			Package: p, StateRoot: d.opts.StateDir, PassEnv: startCfg.Settings.PassEnv[p.Name],
-			Environ: d.environ, Executable: d.opts.Executable, HostVersion: d.opts.Version,
-			Service: pr.svc, Store: d.store,
-			Configure: func() protocol.ConfigureParams { return *pr.params.Load() },
-			Logf: func(format string, args ...any) {
-				d.log.Info(fmt.Sprintf(format, args...), "package", p.Name)
-			},
-			ShutdownGrace: d.opts.ShutdownGrace, TermGrace: d.opts.TermGrace,
-			ReapTimeout: d.opts.ReapTimeout, StartTimeout: d.opts.StartTimeout, Wire: wire,
-		})
-		if err != nil {
-			return fmt.Errorf("daemon: %w", err)
-		}
-		pr.proc = proc
-		pr.remote = host.NewRemote(proc)
-		pr.executors = map[string]runtime.Executor{}
-		for _, e := range p.Manifest.Provides.Executors {
-			pr.executors[e.Name] = pr.remote.Executor(e.Name)
+		if err := d.newProcess(pr); err != nil {
+			return err
 		}
 		d.pkgs = append(d.pkgs, pr)
 		manifests = append(manifests, p.Manifest)
@@ -304,7 +318,7 @@ func origin(bundled bool) string {
 func (d *Daemon) startAll(ctx context.Context) {
 	procs := make([]*host.Process, len(d.pkgs))
 	for i, pr := range d.pkgs {
-		procs[i] = pr.proc
+		procs[i], _, _ = pr.parts()
 	}
 	for i, err := range host.StartAll(ctx, procs) {
 		if err != nil {
@@ -398,7 +412,10 @@ func (d *Daemon) Close(ctx context.Context) error {
 	var wg sync.WaitGroup
 	perrs := make([]error, len(d.pkgs))
 	for i, pr := range d.pkgs {
-		wg.Go(func() { perrs[i] = pr.proc.Close(ctx) })
+		wg.Go(func() {
+			proc, _, _ := pr.parts()
+			perrs[i] = proc.Close(ctx)
+		})
 	}
 	wg.Wait()
 	for i, err := range perrs {
@@ -478,9 +495,10 @@ func (d *Daemon) Status(ctx context.Context) client.Status {
 	st := client.Status{DaemonVersion: d.opts.Version, ProtocolVersions: protocol.SupportedVersions(),
 		Generation: gen, PID: os.Getpid(), Started: d.started, Paths: d.Paths(), Packages: []client.Package{}}
 	for _, pr := range d.pkgs {
-		state, restarts, err := pr.proc.Status()
+		proc, _, _ := pr.parts()
+		state, restarts, err := proc.Status()
 		p := client.Package{Name: pr.pkg.Name, Version: pr.pkg.Manifest.Version, State: packageState(state),
-			Restarts: restarts, Protocol: pr.proc.Version(), Origin: origin(pr.pkg.Bundled), Dir: pr.pkg.Dir,
+			Restarts: restarts, Protocol: proc.Version(), Origin: origin(pr.pkg.Bundled), Dir: pr.pkg.Dir,
 			Permissions: slices.Clone(pr.pkg.Manifest.Permissions)}
 		if err != nil {
 			p.LastError = err.Error()
