@@ -8,8 +8,9 @@ import (
 )
 
 // BaselineEnv are the variables every extension process gets from the
-// daemon's environment when they are set. LC_* is matched as a prefix.
-var BaselineEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "TZ", "TMPDIR", "TERM"}
+// daemon's environment when they are set (protocol.BaselineEnv, as the
+// reference states it). LC_* is matched as a prefix.
+var BaselineEnv = protocol.BaselineEnv()
 
 // Environment builds an extension's environment from the daemon's: the
 // baseline (BaselineEnv and LC_*), the variables the operator grants the
@@ -24,7 +25,7 @@ func Environment(daemon []string, passEnv []string) []string {
 		if !ok || name == "" {
 			continue
 		}
-		if slices.Contains(BaselineEnv, name) || strings.HasPrefix(name, "LC_") ||
+		if slices.Contains(BaselineEnv, name) || strings.HasPrefix(name, protocol.BaselineEnvPrefix) ||
 			(slices.Contains(passEnv, name) && !protocol.ReservedEnv(name)) || (raceBuild && name == "GORACE") {
 			out = append(out, kv)
 		}

@@ -51,9 +51,9 @@ var (
 var (
 	// DefaultShutdownGrace is how long Close waits after shutdown and the
 	// end of stdin before it sends SIGTERM.
-	DefaultShutdownGrace = 5 * time.Second
+	DefaultShutdownGrace = protocol.HostShutdownGrace
 	// DefaultTermGrace is how long Close waits after SIGTERM before SIGKILL.
-	DefaultTermGrace = 5 * time.Second
+	DefaultTermGrace = protocol.HostTermGrace
 	// DefaultReapTimeout bounds the wait for the killed process and for
 	// its output to end.
 	DefaultReapTimeout = 5 * time.Second

@@ -69,3 +69,21 @@ func MethodErrorNamesForTest() []string {
 
 // ExampleManifestForTest is the manifest of the reference's session example.
 var ExampleManifestForTest = exampleManifest
+
+// GoNamesForTest lists the Go names the reference spells out.
+func GoNamesForTest() []string {
+	var out []string
+	for _, n := range goNameTable() {
+		out = append(out, n.name)
+	}
+	return out
+}
+
+// NotServedMarkers are the lines the reference gives a catalogued method
+// without wire types.
+var NotServedMarkers = []string{
+	notServedLine(Method{Direction: ExtensionToHost}),
+	notServedLine(Method{Direction: HostToExtension}),
+	notServedLine(Method{Direction: HostToExtension, Notification: true}),
+	transportMethods["$/cancel"],
+}

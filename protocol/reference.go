@@ -76,6 +76,8 @@ func renderReference(docs referenceDocs) []byte {
 	r.naming()
 	r.manifest()
 	r.certifyInputs()
+	r.hostRules()
+	r.goNames()
 	r.methods()
 	r.types()
 	return bytes.TrimRight(r.buf.Bytes(), "\n")
@@ -387,8 +389,12 @@ func (r *refWriter) methods() {
 	r.p("Every request may also be answered with %s.", codeList(commonErrors))
 	r.p("A method the manifest does not enable is answered `undeclared`; a host-to-extension method")
 	r.p("sent to the host is `method_not_found`. While the host waits on an in-transaction call to an")
-	r.p("extension, it answers every request from that extension `reentrant_call`. Methods without a")
-	r.p("parameter or result table here have their wire types defined with the features that use them.")
+	r.p("extension, it answers every request from that extension `reentrant_call`.")
+	r.p("")
+	r.p("Every method below has its parameter and result tables, or says plainly that this host does")
+	r.p("not serve it yet. Such a method is catalogued so a manifest may declare its surface, but no")
+	r.p("wire types exist for it: the host never sends it (H→E), and a call of it (E→H) is answered")
+	r.p("`undeclared` when the manifest does not enable it and `method_not_found` when it does.")
 	r.p("")
 	shapes := allShapes()
 	for _, name := range methodNames() {
@@ -415,6 +421,10 @@ func (r *refWriter) methods() {
 			if shape.result != nil {
 				r.p("- Result: %s", typeLink(reflect.TypeOf(shape.result)))
 			}
+		} else if text, ok := transportMethods[name]; ok {
+			r.p("- %s", text)
+		} else if catalogued {
+			r.p("- %s", notServedLine(m))
 		}
 		if errs := methodErrors[name]; len(errs) > 0 {
 			r.p("- Errors: %s", codeList(errs))
@@ -618,6 +628,14 @@ func formatBytes(n int) string {
 	return fmt.Sprintf("%d bytes", n)
 }
 
+// joinOr joins alternatives as a sentence does: "a, b or c".
+func joinOr(items []string) string {
+	if len(items) <= 1 {
+		return strings.Join(items, "")
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " or " + items[len(items)-1]
+}
+
 // joinAnd joins items as a sentence does: "a, b and c".
 func joinAnd(items []string) string {
 	if len(items) <= 1 {
@@ -704,5 +722,156 @@ func (r *refWriter) certifyInputs() {
 	r.p("`emissions/*`, `routes/pure`), the criterion fails with `could not exercise: …`, naming each")
 	r.p("input and the refusal; give inputs the package accepts in the file. A criterion whose manifest")
 	r.p("offers nothing to exercise is skipped with the reason.")
+	r.p("")
+}
+
+// transportMethods are the catalogued methods the transport itself
+// handles, with their wire form; they have no wire types of their own.
+var transportMethods = map[string]string{
+	"$/cancel": "Params: `{\"id\": <the id of the request to cancel>}`, no result (a notification). Both sides send and honour it; see Cancellation and flow control.",
+}
+
+// notServedLine is the line a catalogued method without wire types gets.
+func notServedLine(m Method) string {
+	switch {
+	case m.Direction == ExtensionToHost:
+		return "**Not served by this host yet.** No wire types exist for it; a call is answered `undeclared`, or `method_not_found` when the manifest enables it."
+	case m.Notification:
+		return "**Not sent by this host yet.** No wire types exist for it; the host never sends it, whatever the manifest declares."
+	default:
+		return "**Not called by this host yet.** No wire types exist for it; the host never sends it, whatever the manifest declares."
+	}
+}
+
+// hostRules states what the host and the Go SDK do where the sections
+// above leave a choice; each value is read from the code that decides it.
+func (r *refWriter) hostRules() {
+	env := make([]string, 0, len(BaselineEnv())+1)
+	for _, v := range BaselineEnv() {
+		env = append(env, "`"+v+"`")
+	}
+	env = append(env, "`"+BaselineEnvPrefix+"*`")
+	reserved := make([]string, 0, len(ReservedEnvPrefixes()))
+	for _, p := range ReservedEnvPrefixes() {
+		reserved = append(reserved, "`"+p+"`")
+	}
+	r.p("## Rules this host follows")
+	r.p("")
+	r.p("What the host (and the Go SDK, `protocol/sdk`) does where the protocol leaves a choice:")
+	r.p("")
+	r.p("- **A request before `initialize`.** An extension answers every request but `initialize` with")
+	r.p("  an error until `initialize` has succeeded: the Go SDK answers `invalid`, and `extension certify`")
+	r.p("  accepts any error (the host itself sends nothing else first). The other way round, the host")
+	r.p("  answers every request the extension sends before the")
+	r.p("  handshake succeeded (its `initialize` answer read, the version and the manifest checked) with")
+	r.p("  `unauthorized`, applies nothing, and drops notifications. The first sign that the host")
+	r.p("  serves is `configure`: call the host from `configure` on, never while answering `initialize`.")
+	r.p("- **`cancelled` carries no `data`.** A cancelled request is answered %d with no `data`", WireCancelled)
+	r.p("  member; the receiver knows it by the number alone and ignores any `data` on it. Only %d", WireAuthored)
+	r.p("  carries `data.code`.")
+	r.p("- **`shutdown` counts toward the %d in flight.** It is a request like any other: with %d", MaxInflight, MaxInflight)
+	r.p("  requests already in flight it is answered `overloaded`. The host does not retry it; it closes")
+	r.p("  standard input at once and goes on to the grace periods below.")
+	r.p("- **Grace periods.** The host waits up to %s for the answer to `shutdown`, then closes", durationText(HostShutdownGrace))
+	r.p("  standard input and waits up to %s more for the process to exit, then sends SIGTERM to its", durationText(HostShutdownGrace))
+	r.p("  process group and, %s later, SIGKILL. After answering `shutdown`, exit on your own, with", durationText(HostTermGrace))
+	r.p("  standard input still open. The Go SDK waits up to %s for the requests in flight at", durationText(HostShutdownGrace))
+	r.p("  `shutdown` and then cancels them; a request read before `shutdown` is still served, one read")
+	r.p("  after it is answered `shutting_down`. At end of file on standard input (the host is gone), exit")
+	r.p("  at once: nothing can read your answers any more, and the Go SDK returns without waiting.")
+	r.p("- **`ingress.reconcile` for a push-only source.** A source registered without `reconcile: true`")
+	r.p("  is push-only. The host may still send `ingress.reconcile` for it when an operator asks for a")
+	r.p("  scan; answer `unsupported` (the Go SDK does, for an ingress type without a reconcile handler).")
+	r.p("  The scan then fails and changes nothing.")
+	r.p("- **The environment.** The process starts in the extension's directory with exactly these")
+	r.p("  variables, each copied from the daemon's environment when it is set there:")
+	r.p("  %s;", joinAnd(env))
+	r.p("  the variables the operator grants the package by name (`pass_env`), never one beginning")
+	r.p("  %s; and `GORACE` when the host itself is a race-detector build.", joinOr(reserved))
+	r.p("  Nothing else, no credential and no Open Conduit setting, is passed. `PATH` is the daemon's, so")
+	r.p("  `#!/usr/bin/env node` finds `node` where the daemon's `PATH` does.")
+	r.p("- **Nested source names.** A source may nest: `notes/inbox/archive` is `notes`'s, as is any name")
+	r.p("  `notes/` followed by at least one byte. The store takes a source of at most %d bytes of", MaxSourceBytes)
+	r.p("  valid UTF-8 without control characters.")
+	r.p("")
+}
+
+// durationText is d as the reference writes it: "5 s".
+func durationText(d time.Duration) string {
+	if d%time.Second == 0 {
+		return fmt.Sprintf("%d s", d/time.Second)
+	}
+	return fmt.Sprintf("%d ms", d/time.Millisecond)
+}
+
+// goName is one Go name the page's text uses (mostly in the field
+// descriptions, which are the Go doc comments), with what it stands for.
+type goName struct{ name, meaning string }
+
+// goNameTable spells out every Go name the page uses, with the values
+// behind it, for an author who cannot read Go. TestReferenceSpellsOutGoNames
+// keeps it complete: adding a Go name to a doc comment means adding it here.
+func goNameTable() []goName {
+	quote := func(items []string) string {
+		q := make([]string, len(items))
+		for i, s := range items {
+			q[i] = "`" + s + "`"
+		}
+		return joinAnd(q)
+	}
+	versions := make([]string, 0, len(SupportedVersions()))
+	for _, v := range SupportedVersions() {
+		versions = append(versions, fmt.Sprint(int(v)))
+	}
+	runCommand, _ := json.Marshal(HostRunCommand("NAME"))
+	return []goName{
+		{"BuiltinOperations", "The builtin toolbelt operations a toolset may grant beside its own: " + quote(BuiltinOperations()) + ". Any other `os.` name is refused."},
+		{"CheckWrite", "The write rule for payload schemas: absent, or the current version of one of the extension's own bases; anything else is refused `unreadable_schema` (see Payload schemas)."},
+		{"EmittedEventID", "The id of an Event emitted by `kv.commit` (see Emitted Event ids)."},
+		{"Enabled", "A method is enabled when the manifest declares its surface and its permission (each when it has one): each method's *Enabled by* line. The host neither calls nor serves a method that is not enabled."},
+		{"ErrNewerManifest", "The refusal meaning the manifest needs a newer Open Conduit (an unknown field, permission or executor label), not that it is invalid."},
+		{"HostRunCommand", fmt.Sprintf("The `command` of a package the binary serves itself: exactly `%s`, NAME the manifest's `name`.", runCommand)},
+		{"IsBuiltinOperation", "Whether a name is one of the builtin operations: " + quote(BuiltinOperations()) + "."},
+		{"IsIdentifier", fmt.Sprintf("An identifier is 1 to %d bytes of `a`-`z`, `0`-`9`, `-` and `_`, starting with a letter and ending with a letter or digit.", MaxIdentifierBytes)},
+		{"KnownPermissions", "The permissions this build knows: " + quote(KnownPermissions()) + ". Any other needs a newer Open Conduit."},
+		{"MaxChunkBytes", formatBytes(MaxChunkBytes) + ": the most one artifact chunk carries."},
+		{"MaxDottedBytes", fmt.Sprintf("%d bytes: the longest dotted name.", MaxDottedBytes)},
+		{"MaxFieldHelpBytes", fmt.Sprintf("%d bytes: the longest help text of a field.", MaxFieldHelpBytes)},
+		{"MaxGuidanceBytes", fmt.Sprintf("%d bytes: the longest agent guidance of an operation.", MaxGuidanceBytes)},
+		{"MaxIdentifierBytes", fmt.Sprintf("%d bytes: the longest identifier.", MaxIdentifierBytes)},
+		{"MaxLossBytes", fmt.Sprintf("%d bytes: the longest loss statement of a family.", MaxLossBytes)},
+		{"MaxPages", fmt.Sprintf("%d: the most pages an extension may declare.", MaxPages)},
+		{"MaxSummaryBytes", fmt.Sprintf("%d bytes: the longest summary of an operation or page.", MaxSummaryBytes)},
+		{"MaxTitleRunes", fmt.Sprintf("%d characters: the longest title.", MaxTitleRunes)},
+		{"MaxVersionBytes", fmt.Sprintf("%d bytes: the longest release version.", MaxVersionBytes)},
+		{"OperationKindEmit", "`\"" + OperationKindEmit + "\"`: the call becomes an Event the host accepts (`operation.emit`, optionally `emit.commit`)."},
+		{"OperationKindHandler", "`\"" + OperationKindHandler + "\"`: the extension answers the call (`operation.call`)."},
+		{"OperationKindWait", "`\"" + OperationKindWait + "\"`: the call becomes a Wait the extension plans (`operation.wait`)."},
+		{"OwnsDotted", "A dotted name (family, operation, toolset, schema base) is the extension's when it is its name, `.`, and at least one more byte: `notes.note`, never `notes` or `notesx.note`."},
+		{"OwnsName", "An identifier-shaped name (type, handler, executor, provider, task, work kind) is the extension's when it is its name, or its name, `-` and at least one more byte: `notes`, `notes-sync`."},
+		{"ParseManifest", "The strict reading of the manifest file (see Manifest); `open-conduit extension validate DIR` runs it and Validate."},
+		{"PoolJobs", "`\"" + PoolJobs + "\"`: an executor's `pool` for jobs; the empty pool is agent turns."},
+		{"ReservedNames", "Names no extension may take: " + quote(ReservedNames()) + "."},
+		{"SupportedVersions", "The protocol versions this build speaks: " + strings.Join(versions, ", ") + "."},
+		{"ToolbeltCLI", "`\"" + ToolbeltCLI + "\"`: an executor's toolbelt label: its runs reach the toolbelt through a command-line client."},
+		{"ToolbeltMCP", "`\"" + ToolbeltMCP + "\"`: its runs reach the toolbelt as an MCP server."},
+		{"ToolbeltNone", "`\"" + ToolbeltNone + "\"`: its runs get no toolbelt (as the empty label)."},
+		{"ToolbeltSDK", "`\"" + ToolbeltSDK + "\"`: its runs reach the toolbelt through an SDK client."},
+		{"Validate", "The offline checks of a manifest: the rules table under Manifest."},
+	}
+}
+
+// goNames renders goNameTable.
+func (r *refWriter) goNames() {
+	r.p("## Go names used on this page")
+	r.p("")
+	r.p("Some descriptions come from the Go package and name a Go constant or function. What each")
+	r.p("stands for:")
+	r.p("")
+	r.p("| Go name | Meaning |")
+	r.p("|---|---|")
+	for _, n := range goNameTable() {
+		r.p("| `%s` | %s |", n.name, cell(n.meaning))
+	}
 	r.p("")
 }

@@ -121,8 +121,9 @@ type Extension struct {
 }
 
 // DefaultShutdownGrace is how long shutdown waits for in-flight requests
-// before it cancels them.
-const DefaultShutdownGrace = 5 * time.Second
+// before it cancels them: as long as the host waits for shutdown's answer
+// (protocol.HostShutdownGrace).
+const DefaultShutdownGrace = protocol.HostShutdownGrace
 
 // Route is a route handler.
 type Route struct {
