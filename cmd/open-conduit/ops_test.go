@@ -270,3 +270,55 @@ func TestOperatorCommandUsage(t *testing.T) {
 		assert.True(t, strings.Contains(stderr, "open-conduit "), "%v: %s", words, stderr)
 	}
 }
+
+// TestOperatorWorkShowsItsExecutions: a note routed to a binding run by the
+// runner executor starts an attempt, and `work ID` shows it.
+func TestOperatorWorkShowsItsExecutions(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the built binary")
+	}
+	noteDir := daemontest.TempDir(t)
+	doc, err := json.Marshal(map[string]any{
+		"scopes": []any{map[string]any{
+			"id":       "team",
+			"entries":  []any{map[string]any{"id": "main", "type": "notes", "config": map[string]any{"dir": noteDir}}},
+			"routes":   []any{map[string]any{"handler": "notes", "kind": notes.WorkKind, "binding": "jobs"}},
+			"bindings": []any{map[string]any{"name": "jobs", "executor": "runner", "executor_config": map[string]any{"command": "echo reviewing"}}},
+		}},
+	})
+	require.NoError(t, err)
+	d := daemontest.Start(t, daemontest.Options{Binary: daemonBinary(t), Config: doc,
+		Packages: []string{"../../extensions/notes", "../../extensions/runner"}})
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	c := d.Client
+
+	scopes, err := c.Scopes(ctx)
+	require.NoError(t, err)
+	require.Len(t, scopes, 1)
+	assert.Equal(t, "team", scopes[0].ID)
+
+	require.NoError(t, notes.Store{Dir: noteDir}.Put(notes.Record{ID: "n1", Rev: "1", Title: "Run me"}))
+	_, err = c.Reconcile(ctx, notes.SourceName("team", "main"))
+	require.NoError(t, err)
+	started, err := c.WaitFor(ctx, client.ChangeQuery{Scope: "team"}, func(ch client.Change) bool {
+		return ch.Work != nil && ch.Work.State == client.WorkRunning
+	})
+	require.NoError(t, err)
+
+	var wd client.WorkDetail
+	opsJSON(t, d, &wd, "work", started.Work.ID)
+	require.Len(t, wd.Executions, 1, "the attempt is listed with its work")
+	x := wd.Executions[0]
+	assert.Equal(t, "runner", x.Executor)
+	assert.Equal(t, 1, x.Attempt)
+	assert.Positive(t, x.Epoch, "an attempt runs under a lease epoch")
+	xs, err := c.Executions(ctx, started.Work.ID)
+	require.NoError(t, err)
+	require.Len(t, xs, 1)
+	assert.Equal(t, x.ID, xs[0].ID)
+	code, stdout, _ := ops(d, "work", started.Work.ID)
+	assert.Equal(t, exitOK, code)
+	assert.Contains(t, stdout, x.ID+" ")
+	assert.Contains(t, stdout, "on runner")
+}
