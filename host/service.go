@@ -452,8 +452,13 @@ func (s *Service) namedWorks(tx runtime.ReadTx, g generation, works []string) er
 		return nil
 	}
 	for _, id := range works {
-		if _, err := s.visibleWork(tx, g, id); err != nil {
+		w, err := tx.Work(id)
+		if err != nil && !errors.Is(err, runtime.ErrNotFound) {
 			return err
+		}
+		if err != nil || !s.workVisible(g, w) {
+			s.logf("a draft named work %q, which is outside its scopes and kinds or does not exist: refused as not_found", id)
+			return workNotFound(id)
 		}
 	}
 	return nil

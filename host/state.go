@@ -41,6 +41,12 @@ func (s *Service) notVisible(what, id string) error {
 	return protocol.Errorf(protocol.CodeNotFound, "%s %q not found", what, id)
 }
 
+// workNotFound is the one answer for a Work that does not exist or that
+// the extension may not see, whether it reads or names it.
+func workNotFound(id string) error {
+	return protocol.Errorf(protocol.CodeNotFound, "work %q not found", id)
+}
+
 func (s *Service) view(ctx context.Context, fn func(runtime.ReadTx) error) error {
 	st, err := s.store()
 	if err != nil {
@@ -53,7 +59,8 @@ func (s *Service) view(ctx context.Context, fn func(runtime.ReadTx) error) error
 func (s *Service) visibleWork(tx runtime.ReadTx, g generation, id string) (runtime.Work, error) {
 	w, err := tx.Work(id)
 	if errors.Is(err, runtime.ErrNotFound) || err == nil && !s.workVisible(g, w) {
-		return runtime.Work{}, s.notVisible("work", id)
+		s.logf("read of work %q outside its scopes answered not_found", id)
+		return runtime.Work{}, workNotFound(id)
 	}
 	return w, err
 }
