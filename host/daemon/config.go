@@ -412,7 +412,7 @@ func checkStatic(c *Config, cat *catalogue) []client.Diagnostic {
 			ds.add(at, RuleUnknownPackage, "no admitted package is named %q", name)
 		}
 		for j, v := range s.PassEnv[name] {
-			if strings.HasPrefix(v, "OS_") || strings.HasPrefix(v, "OPEN_CONDUIT_") {
+			if protocol.ReservedEnv(v) {
 				ds.add(fmt.Sprintf("%s[%d]", at, j), RulePassEnvReserved, "variables OS_* and OPEN_CONDUIT_* are the host's and cannot be granted")
 			} else if v == "" || strings.ContainsAny(v, "= \x00") {
 				ds.add(fmt.Sprintf("%s[%d]", at, j), RuleInvalidID, "%q is not a variable name", v)
