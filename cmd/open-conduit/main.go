@@ -133,7 +133,10 @@ A manifest whose command is "open-conduit extension-run NAME" runs it.
 		name:    "serve",
 		args:    "[--config DIR] [--state DIR] [--log-format text|json]",
 		summary: "run the daemon",
-		ownHelp: true,
+		// serve's own -h handling printed the usage on stderr too (the flag
+		// package's Usage runs before Parse returns ErrHelp); the
+		// dispatcher answers for it.
+		details: serveDetails,
 		run:     serveCommand,
 	},
 	{
