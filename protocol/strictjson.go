@@ -122,6 +122,10 @@ func decodeStrict(data []byte, v any) error {
 	if err != nil {
 		return err
 	}
+	if at := unpairedSurrogate(data); at >= 0 {
+		return locate(&ManifestError{Rule: RuleJSONUTF8,
+			Message: fmt.Sprintf("an unpaired surrogate escape at byte %d is not valid UTF-8", at)}, data, at)
+	}
 	if err := checkShape(root, reflect.TypeOf(v).Elem(), nil); err != nil {
 		var me *ManifestError
 		if errors.As(err, &me) {
@@ -141,6 +145,54 @@ func decodeStrict(data []byte, v any) error {
 
 // tooLarge refuses a manifest of size bytes, of which data holds at least
 // the first MaxManifestBytes+1; it points at the first byte past the limit.
+// unpairedSurrogate returns the offset of the first \u escape in data (valid
+// JSON) of half a surrogate pair without its other half, or -1. Decoding
+// would quietly turn it into U+FFFD, so it counts as invalid UTF-8.
+func unpairedSurrogate(data []byte) int {
+	inString := false
+	expectLow := -1 // where a high half's low half must be
+	for i := 0; i < len(data); i++ {
+		switch c := data[i]; {
+		case c == '"':
+			inString = !inString
+		case c == '\\' && inString:
+			if data[i+1] != 'u' {
+				i++
+				continue
+			}
+			r, err := strconv.ParseUint(string(data[i+2:i+6]), 16, 32)
+			if err != nil {
+				return i
+			}
+			switch {
+			case r >= 0xd800 && r < 0xdc00:
+				if expectLow >= 0 {
+					return expectLow - 6
+				}
+				expectLow = i + 6
+			case r >= 0xdc00 && r < 0xe000:
+				if expectLow != i {
+					return i
+				}
+				expectLow = -1
+			default:
+				if expectLow >= 0 {
+					return expectLow - 6
+				}
+			}
+			i += 5
+			continue
+		}
+		if expectLow >= 0 && i >= expectLow {
+			return expectLow - 6
+		}
+	}
+	if expectLow >= 0 {
+		return expectLow - 6
+	}
+	return -1
+}
+
 func tooLarge(data []byte, size int64) *ManifestError {
 	return locate(&ManifestError{Rule: RuleJSONSize,
 		Message: fmt.Sprintf("the manifest is over %d bytes (%d)", MaxManifestBytes, size)}, data, MaxManifestBytes)

@@ -126,6 +126,12 @@ func TestFullManifestIsValid(t *testing.T) {
 	m, err := protocol.ParseManifest([]byte(minimalJSON))
 	require.NoError(t, err)
 	assert.Equal(t, minimalManifest(), m)
+
+	// Escapes of a whole surrogate pair are one character; an escaped
+	// backslash before "u" is no escape.
+	m, err = protocol.ParseManifest([]byte(withMinimal(`"title":"\ud83d\ude00 \\ud800 \u00e9"`)))
+	require.NoError(t, err)
+	assert.Equal(t, "😀 \\ud800 é", m.Title)
 }
 
 type rejection struct {
@@ -170,6 +176,8 @@ var rejections = []rejection{
 	{rule: "json.type", path: "name", doc: `{"name":5}`},
 	{rule: "json.type", name: "on a later line", path: "name", pos: "3:11", doc: "{\n  \"version\": \"1\",\n  \"name\": 5\n}"},
 	{rule: "json.syntax", name: "byte order mark", pos: "1:1", doc: "\xef\xbb\xbf" + minimalJSON},
+	{rule: "json.utf8", name: "unpaired surrogate escape", pos: "1:10", doc: `{"name":"\ud800"}`},
+	{rule: "json.utf8", name: "reversed surrogate escapes", pos: "1:14", doc: `{"name":"demo\udc00\ud800"}`},
 	{rule: "json.utf8", name: "after a line", pos: "2:4", doc: "{\"name\":\n\"de\xffmo\"}"},
 	{rule: "json.type", name: "null", path: "version", doc: `{"version":null}`},
 	{rule: "json.type", name: "fraction", path: "kv_version", doc: withMinimal(`"kv_version":1.5`)},
