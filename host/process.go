@@ -449,7 +449,8 @@ func (p *Process) startOnce(ctx context.Context) (*instance, error) {
 			"the manifest's kv_version %d is older than the stored KV layout %d", m.KVVersion, stored))
 	}
 	// Links can change after discovery: check again what is about to run.
-	if err := protocol.CheckPackage(p.cfg.Package.Dir, m); err != nil {
+	// (A directory that cannot be read is left to the launch, which retries.)
+	if err := protocol.CheckPackage(p.cfg.Package.Dir, m); protocol.ManifestErrors(err) != nil {
 		return nil, p.refuse(err)
 	}
 	inst, err := p.launch()

@@ -26,10 +26,11 @@ const maxLinks = 255
 // every link inside one), with every symbolic link on the way resolved,
 // must stay inside dir. A path that does not exist yet passes: only a link
 // can leave the directory, and a dangling link is followed as far as its
-// text goes. It returns nil or the refusals joined, each a
-// *ManifestError with its rule and field. LoadManifest runs it; the host
-// runs it again before each start, since links can change after
-// discovery.
+// text goes. It returns nil, the refusals joined (each a *ManifestError
+// with its rule and field), or, when dir itself cannot be resolved, that
+// error, which is no refusal (ManifestErrors finds none in it).
+// LoadManifest runs it; the host runs it again before each start, since
+// links can change after discovery.
 func CheckPackage(dir string, m *Manifest) error {
 	root, err := filepath.EvalSymlinks(dir)
 	if err != nil {
