@@ -17,9 +17,9 @@ import (
 
 	"github.com/open-conduit/open-conduit/conformance"
 	"github.com/open-conduit/open-conduit/host"
+	"github.com/open-conduit/open-conduit/host/daemon"
 	"github.com/open-conduit/open-conduit/protocol"
 	"github.com/open-conduit/open-conduit/protocol/jsonrpc"
-	"github.com/open-conduit/open-conduit/runtime/sqlite"
 )
 
 // TestScope is the scope certification configures the package in, with
@@ -36,12 +36,14 @@ const (
 )
 
 // HostLaunch returns the LaunchFunc that runs a package under the real
-// host: a host.Process over the package's command (executable is the
-// open-conduit binary that runs a package whose command is
+// host, composed as serve composes it (daemon.Open, with the run's state
+// directory, this one package, its fixed configure and the certification
+// durations): a host.Process over the package's command (executable is
+// the open-conduit binary that runs a package whose command is
 // protocol.HostRunCommand; "" for os.Executable), a host.Service bound to
-// its manifest on an SQLite store in the run's state directory, one test
-// scope with an entry per declared extension type, and a wire tap that
-// records every line for the trace. A line the package writes to stdout
+// its manifest on the SQLite store in the run's state directory with the
+// engine behind it, one test scope with an entry per declared extension
+// type, and a wire tap that records every line for the trace. A line the package writes to stdout
 // that is not a JSON object is recorded and kept from the connection, so
 // stray output fails lifecycle/stdout-hygiene without breaking the other
 // criteria.
@@ -87,11 +89,11 @@ type hostPackage struct {
 	spare    tailBuffer // stderr of spare processes
 
 	mu      sync.Mutex
-	store   *sqlite.Store
+	d       *daemon.Daemon // the composition, open from the first use to Stop
 	svc     *host.Service
-	proc    *host.Process
-	base    int // restarts the host had made when proc last started
-	kills   int // of them, kills the suites made on purpose
+	proc    *host.Process // the daemon's current process of the package
+	base    int           // restarts the host had made when proc last started
+	kills   int           // of them, kills the suites made on purpose
 	stopped bool
 }
 
@@ -126,50 +128,59 @@ func (h *hostPackage) InitializeParams() protocol.InitializeParams {
 	return p
 }
 
-// open makes the store and service on first use.
-func (h *hostPackage) open() error {
-	if h.store != nil {
+// open composes the daemon on first use, with the package composed but
+// not started: Start starts it.
+func (h *hostPackage) open(ctx context.Context) error {
+	if h.d != nil {
 		return nil
 	}
-	st, err := sqlite.Open(filepath.Join(h.root, "store"))
+	pkg := host.Package{Name: h.manifest.Name, Dir: h.dir, Manifest: h.manifest}
+	d, err := daemon.Open(ctx, daemon.Options{
+		ConfigDir: filepath.Join(h.root, "config"), StateDir: h.root, Packages: []host.Package{pkg},
+		Executable: h.exe, Version: HostVersion(), NoAPI: true, Deferred: true,
+		Configure: func(host.Package) protocol.ConfigureParams { return h.ConfigureParams() },
+		Wire: func(string) func(io.ReadCloser, io.WriteCloser) (io.ReadCloser, io.WriteCloser) {
+			return h.wire.tap
+		},
+		ShutdownGrace: certifyShutdownGrace, TermGrace: certifyTermGrace,
+		ReapTimeout: certifyReapTimeout, StartTimeout: certifyStartTimeout,
+	})
 	if err != nil {
-		return Harnessf("opening the certification store: %w", err)
+		return Harnessf("composing the certification host: %w", err)
 	}
-	h.store = st
-	h.svc = host.NewService(host.ServiceConfig{Manifest: h.manifest, Store: st, Blobs: st})
+	_, svc, ok := d.Package(h.manifest.Name)
+	if !ok {
+		st := d.Status(ctx)
+		d.Close(context.WithoutCancel(ctx))
+		for _, p := range st.Packages {
+			if p.LastError != "" {
+				return fmt.Errorf("the host does not admit %s: %s", h.manifest.Name, p.LastError)
+			}
+		}
+		return fmt.Errorf("the host does not admit %s", h.manifest.Name)
+	}
+	h.d, h.svc = d, svc
 	return nil
 }
 
 // Start starts the supervised process with its handshake.
 func (h *hostPackage) Start(ctx context.Context) error {
 	h.mu.Lock()
-	if err := h.open(); err != nil {
+	if err := h.open(ctx); err != nil {
 		h.mu.Unlock()
 		return err
 	}
-	params := h.ConfigureParams()
-	proc, err := host.NewProcess(host.Config{
-		Package:       host.Package{Name: h.manifest.Name, Dir: h.dir, Manifest: h.manifest},
-		StateRoot:     h.root,
-		Executable:    h.exe,
-		HostVersion:   HostVersion(),
-		Service:       h.svc,
-		Store:         h.store,
-		Configure:     func() protocol.ConfigureParams { return params },
-		ShutdownGrace: certifyShutdownGrace,
-		TermGrace:     certifyTermGrace,
-		ReapTimeout:   certifyReapTimeout,
-		StartTimeout:  certifyStartTimeout,
-		Wire:          h.wire.tap,
-	})
-	if err != nil {
-		h.mu.Unlock()
-		return Harnessf("preparing the package's process: %w", err)
-	}
+	d := h.d
+	h.mu.Unlock()
+	err := d.StartPackage(ctx, h.manifest.Name)
+	proc, _, _ := d.Package(h.manifest.Name)
+	h.mu.Lock()
 	h.proc, h.base, h.kills, h.stopped = proc, 0, 0, false
 	h.mu.Unlock()
-	if err := proc.Start(ctx); err != nil {
-		proc.Close(context.WithoutCancel(ctx))
+	if err != nil {
+		// A package that failed its start is not restarted behind the
+		// suites' backs.
+		d.ClosePackage(ctx, h.manifest.Name, false)
 		return err
 	}
 	return nil
@@ -185,29 +196,24 @@ func (h *hostPackage) Restart(ctx context.Context) error {
 // closeProc closes the supervised process; with hurry it skips shutdown.
 func (h *hostPackage) closeProc(ctx context.Context, hurry bool) error {
 	h.mu.Lock()
-	proc := h.proc
+	d, proc := h.d, h.proc
 	h.stopped = true
 	h.mu.Unlock()
-	if proc == nil {
+	if d == nil || proc == nil {
 		return nil
 	}
-	cctx := context.WithoutCancel(ctx)
-	if hurry {
-		c, cancel := context.WithCancel(cctx)
-		cancel() // an ended context skips shutdown: the process may be hung
-		cctx = c
-	}
-	return proc.Close(cctx)
+	return d.ClosePackage(ctx, h.manifest.Name, hurry)
 }
 
-// Stop shuts the package down in order and closes the store.
+// Stop shuts the package down in order and closes the daemon and its
+// store.
 func (h *hostPackage) Stop(ctx context.Context) error {
 	err := h.closeProc(ctx, false)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.store != nil {
-		err = errors.Join(err, h.store.Close())
-		h.store, h.svc = nil, nil
+	if h.d != nil {
+		err = errors.Join(err, h.d.Close(context.WithoutCancel(ctx)))
+		h.d, h.svc = nil, nil
 	}
 	return err
 }
@@ -320,7 +326,7 @@ func (h *hostPackage) OpenRun(workID, executionID string) (string, func() json.R
 // and its wire goes to the same trace.
 func (h *hostPackage) Spawn(ctx context.Context) (conformance.RawPackage, error) {
 	h.mu.Lock()
-	if err := h.open(); err != nil {
+	if err := h.open(ctx); err != nil {
 		h.mu.Unlock()
 		return nil, err
 	}
