@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -59,9 +60,10 @@ type apiTestBackend struct {
 	// shutdown shuts the test's API server down.
 	shutdown func(context.Context) error
 
-	mu     sync.Mutex
-	config json.RawMessage
-	gen    client.Generation
+	mu       sync.Mutex
+	patterns map[string]bool // the route patterns served, by "METHOD /path"
+	config   json.RawMessage
+	gen      client.Generation
 }
 
 func (b *apiTestBackend) Store() runtime.Store    { return b.store }
@@ -113,6 +115,15 @@ func (b *apiTestBackend) ApplyConfig(ctx context.Context, doc []byte) (client.Ge
 	return b.gen, nil, nil
 }
 
+func (b *apiTestBackend) served(pattern string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.patterns == nil {
+		b.patterns = map[string]bool{}
+	}
+	b.patterns[pattern] = true
+}
+
 var _ apiBackend = (*apiTestBackend)(nil)
 
 const apiScope = "scope-a"
@@ -147,7 +158,11 @@ func newAPITest(t testing.TB) (*apiTestBackend, *client.Client) {
 	ln, err := net.Listen("unix", sock)
 	require.NoError(t, err)
 	handler := newAPI(b)
-	srv := &http.Server{Handler: handler}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, pattern := handler.mux.Handler(r)
+		b.served(pattern) // before serving: a stream returns late
+		handler.ServeHTTP(w, r)
+	})}
 	srv.RegisterOnShutdown(handler.closeStreams)
 	b.shutdown = srv.Shutdown
 	served := make(chan struct{})
@@ -548,4 +563,58 @@ func TestAPIShutdownEndsChangeStreams(t *testing.T) {
 	require.NoError(t, b.shutdown(ctx), "a shutdown does not wait for a streaming client")
 	_, err = stream.Next()
 	assert.ErrorIs(t, err, io.EOF, "the stream ends cleanly; the client resumes elsewhere")
+}
+
+// TestClientCoversEveryRoute calls every method of the client and checks
+// that together they reach every route of the table: a route added
+// without its client method fails here.
+func TestClientCoversEveryRoute(t *testing.T) {
+	b, c := newAPITest(t)
+	ctx := t.Context()
+	ev := b.accept(t, apiScope, "d1", "opened", "7")
+	b.route(t)
+	_, _, err := b.ApplyConfig(ctx, []byte(`{"scopes":[]}`))
+	require.NoError(t, err)
+	page, err := c.Works(ctx, client.WorkQuery{})
+	require.NoError(t, err)
+	require.NotEmpty(t, page.Works)
+	work := page.Works[0].ID
+
+	calls := []func() error{
+		func() error { _, err := c.Status(ctx); return err },
+		func() error { _, err := c.Ready(ctx); return err },
+		func() error { _, err := c.Scopes(ctx); return err },
+		func() error { _, err := c.Samples(ctx, apiScope); return err },
+		func() error { _, err := c.Trace(ctx, apiScope, client.TraceRequest{Sample: "opened"}); return err },
+		func() error { _, err := c.Reconcile(ctx, "nope"); return ignore(err, client.ErrNotFound) },
+		func() error { _, err := c.Events(ctx, client.EventQuery{}); return err },
+		func() error { _, err := c.Event(ctx, ev.ID); return err },
+		func() error { _, err := c.Works(ctx, client.WorkQuery{}); return err },
+		func() error { _, err := c.Work(ctx, work); return err },
+		func() error { _, err := c.Executions(ctx, work); return err },
+		func() error { _, err := c.Waits(ctx, client.WaitQuery{}); return err },
+		func() error { _, err := c.Config(ctx); return err },
+		func() error { _, err := c.ValidateConfig(ctx, []byte(`{}`)); return err },
+		func() error { _, err := c.ApplyConfig(ctx, []byte(`{}`)); return err },
+		func() error { _, err := c.CancelWork(ctx, work, "covered"); return err },
+		func() error {
+			_, err := c.WaitFor(ctx, client.ChangeQuery{}, func(client.Change) bool { return true })
+			return err
+		},
+	}
+	for i, call := range calls {
+		require.NoError(t, call(), "call %d", i)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, rt := range apiRoutes {
+		assert.True(t, b.patterns[rt.method+" "+rt.pattern], "no client method reaches %s %s", rt.method, rt.pattern)
+	}
+}
+
+func ignore(err, want error) error {
+	if errors.Is(err, want) {
+		return nil
+	}
+	return err
 }
