@@ -478,10 +478,11 @@ func authorInputs(d PackageDriver) *Inputs {
 
 // SchemaInput builds a value that satisfies a JSON Schema as far as
 // certification can tell without the author's help: const, then enum
-// (its first value), then default; otherwise by type, an object with each
-// required property, a string keeping format, pattern and its length
-// bounds, a number within minimum/maximum (exclusive too) and a multiple
-// of multipleOf, an array of minItems items.
+// (its first value), then default, then the first of oneOf or anyOf, and
+// allOf's parts merged; otherwise by type, an object with each required
+// property, a string keeping format, pattern and its length bounds, a
+// number within minimum/maximum (exclusive too) and a multiple of
+// multipleOf, an array of minItems items.
 func SchemaInput(schema any) json.RawMessage {
 	raw, err := json.Marshal(schema)
 	if err != nil || string(raw) == "null" {
@@ -507,6 +508,40 @@ func schemaValue(s map[string]any, name string, depth int) any {
 	}
 	if d, ok := s["default"]; ok {
 		return d
+	}
+	for _, k := range []string{"oneOf", "anyOf"} {
+		if alts, ok := s[k].([]any); ok && len(alts) > 0 && s["type"] == nil {
+			if first, ok := alts[0].(map[string]any); ok && depth <= 8 {
+				return schemaValue(first, name, depth+1)
+			}
+		}
+	}
+	if all, ok := s["allOf"].([]any); ok && depth <= 8 {
+		// One value for every part: their properties and requirements merged.
+		merged := map[string]any{}
+		props := map[string]any{}
+		var req []any
+		for k, v := range s {
+			if k != "allOf" {
+				merged[k] = v
+			}
+		}
+		for _, part := range append([]any{s}, all...) {
+			p, _ := part.(map[string]any)
+			if pp, ok := p["properties"].(map[string]any); ok {
+				for k, v := range pp {
+					props[k] = v
+				}
+			}
+			if r, ok := p["required"].([]any); ok {
+				req = append(req, r...)
+			}
+			if t, ok := p["type"]; ok && merged["type"] == nil {
+				merged["type"] = t
+			}
+		}
+		merged["properties"], merged["required"] = props, req
+		return schemaValue(merged, name, depth+1)
 	}
 	typ := ""
 	switch t := s["type"].(type) {
@@ -625,15 +660,10 @@ func schemaNumber(s map[string]any, integer bool) any {
 		}
 	}
 	v := 1.0
-	switch {
-	case hasLo && hasHi && lo <= hi:
+	if hasLo && v < lo {
 		v = lo
-		if x := lo + 1; x <= hi && lo < 1 && x >= 1 {
-			v = 1
-		}
-	case hasLo && v < lo:
-		v = lo
-	case hasHi && v > hi:
+	}
+	if hasHi && v > hi {
 		v = hi
 	}
 	if m, ok := s["multipleOf"].(float64); ok && m > 0 {
@@ -679,19 +709,7 @@ func writeMatch(b *strings.Builder, re *syntax.Regexp, depth int) bool {
 		if len(re.Rune) < 2 {
 			return false
 		}
-		r := re.Rune[0]
-		// Prefer a letter or digit inside the class when there is one.
-		for i := 0; i+1 < len(re.Rune); i += 2 {
-			lo, hi := re.Rune[i], re.Rune[i+1]
-			for _, want := range []rune{'a', 'A', '0'} {
-				if lo <= want && want <= hi {
-					r = want
-					goto found
-				}
-			}
-		}
-	found:
-		b.WriteRune(r)
+		b.WriteRune(classRune(re.Rune))
 	case syntax.OpAnyChar, syntax.OpAnyCharNotNL:
 		b.WriteByte('a')
 	case syntax.OpCapture:
@@ -718,6 +736,31 @@ func writeMatch(b *strings.Builder, re *syntax.Regexp, depth int) bool {
 		return false
 	}
 	return true
+}
+
+// classRune picks a rune of a character class (pairs of lo, hi): a letter
+// or digit when the class has one, else its first printable ASCII rune,
+// else its first rune.
+func classRune(ranges []rune) rune {
+	in := func(r rune) bool {
+		for i := 0; i+1 < len(ranges); i += 2 {
+			if ranges[i] <= r && r <= ranges[i+1] {
+				return true
+			}
+		}
+		return false
+	}
+	for _, want := range []rune{'a', 'A', '0'} {
+		if in(want) {
+			return want
+		}
+	}
+	for r := rune(0x21); r < 0x7f; r++ {
+		if in(r) {
+			return r
+		}
+	}
+	return ranges[0]
 }
 
 // describeInput names an input in a failure, cut short.

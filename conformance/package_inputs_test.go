@@ -119,6 +119,8 @@ func TestSchemaInputKeepsTheSchema(t *testing.T) {
 		{`{"properties":{"s":{"type":"string","minLength":20}},"required":["s"]}`, `{"s":"certify sxxxxxxxxxxx"}`},
 		{`{"properties":{"a":{"type":"array","minItems":2,"items":{"type":"boolean"}}},"required":["a"]}`, `{"a":[true,true]}`},
 		{`{"properties":{"o":{"type":"object","properties":{"x":{"type":["null","integer"]}},"required":["x"]}},"required":["o"]}`, `{"o":{"x":1}}`},
+		{`{"properties":{"v":{"oneOf":[{"type":"integer","minimum":2},{"type":"string"}]}},"required":["v"]}`, `{"v":2}`},
+		{`{"allOf":[{"properties":{"a":{"type":"boolean"}},"required":["a"]},{"properties":{"b":{"const":"x"}},"required":["b"]}]}`, `{"a":true,"b":"x"}`},
 	} {
 		t.Run(tc.schema, func(t *testing.T) {
 			var schema any
@@ -129,7 +131,7 @@ func TestSchemaInputKeepsTheSchema(t *testing.T) {
 }
 
 func TestSchemaInputMatchesPatterns(t *testing.T) {
-	for _, pattern := range []string{`^[A-Z]+-[0-9]+$`, `^(ab|cd){2,3}x?$`, `^\d{4}-\d{2}$`, `[a-z]+@example\.org`, `^v[0-9]+(\.[0-9]+){2}$`} {
+	for _, pattern := range []string{`^[A-Z]+-[0-9]+$`, `^(ab|cd){2,3}x?$`, `^\d{4}-\d{2}$`, `[a-z]+@example\.org`, `^v[0-9]+(\.[0-9]+){2}$`, `^[^a-z]{3}$`, `^\w+\s\S$`} {
 		t.Run(pattern, func(t *testing.T) {
 			raw := conformance.SchemaInput(map[string]any{"properties": map[string]any{"s": map[string]any{"type": "string", "pattern": pattern}}, "required": []any{"s"}})
 			var got struct{ S string }
