@@ -109,16 +109,19 @@ func TestStrictJSONInNotificationsAndResponses(t *testing.T) {
 // cannot be echoed, so it is an unreadable id: an invalid request answered
 // with a null id, and the connection closes.
 func TestStrictJSONInTheIDClosesTheConnection(t *testing.T) {
-	p := newRawPeer(t, echoHandler(), nil)
-	p.send(t, `{"jsonrpc":"2.0","id":"a`+"\xff"+`","method":"echo"}`)
-	line := p.next(t)
-	assert.True(t, utf8.ValidString(line))
-	r := decodeLine(t, line)
-	assert.Equal(t, "null", string(r.ID))
-	require.NotNil(t, r.Error)
-	assert.Equal(t, jsonrpc.CodeInvalidRequest, r.Error.Code)
-	<-p.conn.Done()
-	assert.ErrorIs(t, p.conn.Err(), jsonrpc.ErrProtocol)
+	for _, id := range []string{`"a` + "\xff" + `"`, `"\ud800"`, `1e400`} {
+		p := newRawPeer(t, echoHandler(), nil)
+		p.send(t, `{"jsonrpc":"2.0","id":`+id+`,"method":"echo"}`)
+		line := p.next(t)
+		assert.True(t, utf8.ValidString(line))
+		r := decodeLine(t, line)
+		assert.Equal(t, "null", string(r.ID))
+		require.NotNil(t, r.Error)
+		assert.Equal(t, jsonrpc.CodeInvalidRequest, r.Error.Code)
+		assert.Contains(t, r.Error.Message, "strict JSON")
+		<-p.conn.Done()
+		assert.ErrorIs(t, p.conn.Err(), jsonrpc.ErrProtocol)
+	}
 }
 
 // TestStrictJSONIsNotSent: the Conn refuses to send what its peer would

@@ -62,6 +62,7 @@ var (
 	errNotMessage  = errors.New("not a JSON-RPC 2.0 message")
 	errDuplicate   = errors.New("duplicate member in message")
 	errBadID       = errors.New("message id is neither a number nor a string")
+	errStrictID    = errors.New("message id breaks the strict JSON rule (invalid UTF-8, or a number beyond float64)")
 	errBadVersion  = errors.New(`message lacks "jsonrpc": "2.0"`)
 	errBadShape    = errors.New("message is neither a request nor a response")
 	errMethodValue = errors.New("method is not a string")
@@ -72,7 +73,7 @@ var (
 // A syntax error is reported as errSyntax (or errTooDeep); a well-formed
 // line that is not a JSON-RPC 2.0 message as one of the other errors. The
 // same pass checks the strict JSON rule: a break in the id makes the id
-// unreadable (errBadID), one anywhere else is kept in notStrict.
+// unreadable (errStrictID), one anywhere else is kept in notStrict.
 func parseMessage(line []byte) (inMessage, error) {
 	var m inMessage
 	var strict, idStrict strictNote
@@ -179,7 +180,7 @@ func parseMessage(line []byte) (inMessage, error) {
 	}
 	if idStrict.broken() {
 		m.id = nil // it cannot be echoed
-		return m, errBadID
+		return m, errStrictID
 	}
 	if strict.broken() {
 		m.notStrict = strict.describe(line)
