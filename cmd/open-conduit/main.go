@@ -165,6 +165,13 @@ A manifest whose command is "open-conduit extension-run NAME" runs it.
 		details: "flags:\n" + opsFlagsHelp + opsExitHelp,
 		run:     workCommand,
 	},
+	{
+		name:    "work cancel",
+		args:    "[--reason TEXT] [flags] ID",
+		summary: "cancel a work that has not ended (its wait, and a running attempt through its executor)",
+		details: "A work that has already ended is refused (conflict).\n\nflags:\n" + opsFlagsHelp + opsExitHelp,
+		run:     workCancelCommand,
+	},
 }
 
 func versionCommand(args []string, stdout, stderr io.Writer) int {

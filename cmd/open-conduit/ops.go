@@ -477,6 +477,29 @@ func errSuffix(s string) string {
 	return ": " + oneLine(s, 120)
 }
 
+func workCancelCommand(args []string, stdout, stderr io.Writer) int {
+	o := newOps("work cancel", stdout, stderr)
+	var reason string
+	o.fs.StringVar(&reason, "reason", "", "why")
+	if !o.parse(args, 1, 1) {
+		return exitUsage
+	}
+	c, ok := o.client()
+	if !ok {
+		return exitFail
+	}
+	defer c.Close()
+	ctx, cancel := opsContext()
+	defer cancel()
+	wk, err := c.CancelWork(ctx, o.args[0], reason)
+	if err != nil {
+		return o.fail(err)
+	}
+	return o.print(wk, func(w *tabwriter.Writer) {
+		fmt.Fprintf(w, "work %s is %s (revision %d)\n", wk.ID, wk.State, wk.Revision)
+	})
+}
+
 func waitsCommand(args []string, stdout, stderr io.Writer) int {
 	o := newOps("waits", stdout, stderr)
 	var q client.WaitQuery

@@ -173,6 +173,13 @@ func TestOperatorCommandsAgainstAServedDaemon(t *testing.T) {
 	assert.Equal(t, exitFail, code)
 	assert.Contains(t, stderr, "not_found")
 
+	var cancelled client.Work
+	opsJSON(t, d, &cancelled, "work", "cancel", workID, "--reason", "covered by a test")
+	assert.Equal(t, client.WorkCancelled, cancelled.State)
+	code, _, stderr = ops(d, "work", "cancel", workID)
+	assert.Equal(t, exitFail, code)
+	assert.Contains(t, stderr, "conflict", "a work that ended cannot be cancelled again")
+
 	var waits client.WaitList
 	opsJSON(t, d, &waits, "waits")
 	assert.NotNil(t, waits.Waits)
@@ -241,7 +248,7 @@ func TestOperatorCommandsAgainstAServedDaemon(t *testing.T) {
 func TestOperatorCommandsWithoutADaemon(t *testing.T) {
 	empty := daemontest.TempDir(t)
 	for _, words := range [][]string{
-		{"status"}, {"extension", "list"}, {"events"}, {"work"}, {"waits"}, {"config", "show"},
+		{"status"}, {"extension", "list"}, {"events"}, {"work"}, {"work", "cancel", "wk_1"}, {"waits"}, {"config", "show"},
 		{"route", "trace", "--scope", "s", "--sample", "x"},
 	} {
 		code, stdout, stderr := runWords(append(words, "--state", empty)...)
@@ -263,7 +270,7 @@ func TestOperatorCommandUsage(t *testing.T) {
 	for _, words := range [][]string{
 		{"status", "extra"}, {"events", "--limit", "0"}, {"events", "--bogus"}, {"work", "a", "b"},
 		{"route", "trace", "--sample", "x"}, {"route", "trace", "--scope", "s"},
-		{"route", "trace", "--scope", "s", "--sample", "x", "--event", "f"}, {"config", "apply"},
+		{"route", "trace", "--scope", "s", "--sample", "x", "--event", "f"}, {"config", "apply"}, {"work", "cancel"},
 	} {
 		code, _, stderr := runWords(words...)
 		assert.Equal(t, exitUsage, code, words)
