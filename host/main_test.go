@@ -222,7 +222,8 @@ func earlyCalls(name string) []struct {
 // callBeforeAnswering makes earlyCalls while the host waits for the
 // initialize answer, each awaited, and writes the code each got to
 // early.json ("" for a call the host served). It also sends a kv.commit
-// as a notification, which must not be applied either.
+// as a notification and one whose answer it does not wait for, neither of
+// which may be applied.
 func callBeforeAnswering(ctx context.Context, conn *jsonrpc.Conn, manifest []byte) error {
 	var m struct{ Name string }
 	if err := json.Unmarshal(manifest, &m); err != nil {
@@ -238,7 +239,15 @@ func callBeforeAnswering(ctx context.Context, conn *jsonrpc.Conn, manifest []byt
 		}
 	}
 	raw, _ := json.Marshal(codes)
-	return os.WriteFile("early.json", raw, 0o600)
+	if err := os.WriteFile("early.json", raw, 0o600); err != nil {
+		return err
+	}
+	// One more commit, not awaited: written straight before the answer,
+	// so it is on the stream first, however late the host serves it.
+	line, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": "unawaited", "method": "kv.commit",
+		"params": protocol.KVCommitParams{Puts: []protocol.KVPut{{Namespace: m.Name, Key: "unawaited", Value: json.RawMessage(`1`)}}}})
+	_, err := os.Stdout.Write(append(line, '\n'))
+	return err
 }
 
 // rendezvous announces this child beside its siblings (the packages share

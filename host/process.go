@@ -531,7 +531,7 @@ func (p *Process) initialize(ctx context.Context, inst *instance) (protocol.Vers
 	}
 	// The process is the package the host started: from here on its calls
 	// are served (configure may already read and migrate its KV).
-	inst.gate.open.Store(true)
+	inst.gate.openAfter(inst.conn.Served())
 	return res.ProtocolVersion, nil
 }
 
@@ -541,23 +541,36 @@ func (p *Process) initialize(ctx context.Context, inst *instance) (protocol.Vers
 // the host has confirmed, so every extension-to-host request it sends is
 // refused with unauthorized (not method_not_found, which would say the
 // host lacks the method; not overloaded or shutting_down, which invite a
-// retry) and nothing it asks is applied; notifications are dropped. A
-// request is judged when its handler starts: one the process sent before
-// its initialize answer is refused unless the host has already confirmed
-// the manifest by then, so nothing is ever served before the check. The
-// first sign an extension gets that the gate is open is configure. Each
-// process of a package (each restart) starts with the gate shut.
+// retry) and nothing it asks is applied; notifications are dropped. The
+// gate judges a request by where it stood on the stream, not by when its
+// handler happens to start: every request read before the host had
+// checked the answer is refused, so one sent before the initialize answer
+// never is served. The first sign an extension gets that the gate is open
+// is configure. Each process of a package (each restart) starts shut.
 type handshakeGate struct {
 	open atomic.Bool
+	// shutThrough is the Seq of the last request read before the gate
+	// opened (jsonrpc.Request.Seq): it and every earlier one are refused.
+	shutThrough atomic.Uint64
+}
+
+// openAfter opens the gate to the requests read after the one numbered
+// served.
+func (g *handshakeGate) openAfter(served uint64) {
+	g.shutThrough.Store(served)
+	g.open.Store(true)
 }
 
 // guard wraps the service's handler for the process of the package name.
 func (g *handshakeGate) guard(name string, inner jsonrpc.Handler) jsonrpc.Handler {
 	return jsonrpc.HandlerFunc(func(ctx context.Context, req *jsonrpc.Request) (any, error) {
-		if !g.open.Load() {
-			if req.Notification {
+		if req.Notification {
+			if !g.open.Load() {
 				return nil, nil
 			}
+			return inner.Handle(ctx, req)
+		}
+		if !g.open.Load() || req.Seq <= g.shutThrough.Load() {
 			return nil, protocol.Errorf(protocol.CodeUnauthorized,
 				"%s before the handshake: the host serves %s only after it has checked the initialize answer", req.Method, name)
 		}

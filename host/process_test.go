@@ -383,3 +383,26 @@ func kvEntries(t *testing.T, st runtime.Store, ns string) []string {
 	}))
 	return keys
 }
+
+// TestHandshakeGateJudgesByStreamOrder: the gate refuses a request read
+// before it opened even when its handler starts after, and serves the
+// ones read after; before it opens it refuses all and drops
+// notifications.
+func TestHandshakeGateJudgesByStreamOrder(t *testing.T) {
+	served := 0
+	inner := jsonrpc.HandlerFunc(func(context.Context, *jsonrpc.Request) (any, error) { served++; return "ok", nil })
+	gate, openAfter := host.HandshakeGate("early", inner)
+	call := func(seq uint64) error {
+		_, err := gate.Handle(context.Background(), &jsonrpc.Request{Method: "kv.commit", Seq: seq})
+		return err
+	}
+	assert.ErrorIs(t, call(1), protocol.ErrUnauthorized, "before the handshake")
+	_, err := gate.Handle(context.Background(), &jsonrpc.Request{Method: "kv.commit", Notification: true})
+	assert.NoError(t, err)
+	openAfter(3)
+	for _, seq := range []uint64{2, 3} {
+		assert.ErrorIs(t, call(seq), protocol.ErrUnauthorized, "request %d was read before the gate opened", seq)
+	}
+	assert.NoError(t, call(4))
+	assert.Equal(t, 1, served, "only the request read after the handshake reached the service")
+}

@@ -161,6 +161,15 @@ func NewConn(r io.Reader, w io.Writer, h Handler, opts *Options) *Conn {
 // Done is closed when the connection has ended; Err then says why.
 func (c *Conn) Done() <-chan struct{} { return c.done }
 
+// Served is the Seq of the last request the Conn has handed its Handler,
+// 0 before any: a request read from the stream before a given moment has
+// a Seq of at most Served at that moment, however late its handler starts.
+func (c *Conn) Served() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.served
+}
+
 // Err returns nil while the connection is up and afterwards the error,
 // wrapping ErrTransport, that every call now fails with.
 func (c *Conn) Err() error {
@@ -538,6 +547,7 @@ func (c *Conn) serve(m inMessage) {
 	var id []byte
 	if m.id != nil {
 		id = bytes.Clone(m.id)
+		req.ID = id
 	}
 	key := string(id)
 	c.mu.Lock()
