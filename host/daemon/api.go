@@ -483,8 +483,8 @@ func (a *api) cancel(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	var req client.CancelRequest
 	if len(body) > 0 {
-		var req client.CancelRequest
 		if err := decodeStrict(body, &req); err != nil {
 			return err
 		}
@@ -503,6 +503,8 @@ func (a *api) cancel(w http.ResponseWriter, r *http.Request) error {
 	if err := a.b.Engine().CancelWork(r.Context(), id); err != nil {
 		return err
 	}
+	// The store keeps no reason; the daemon's log does.
+	a.b.Logger().Info("work cancelled through the management API", "work", id, "reason", clipForMessage(req.Reason))
 	wk, err = view(r.Context(), store, func(tx runtime.ReadTx) (runtime.Work, error) { return tx.Work(id) })
 	if err != nil {
 		return err
