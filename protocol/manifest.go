@@ -651,7 +651,7 @@ func ParseManifest(data []byte) (*Manifest, error) {
 		return nil, err
 	}
 	if err := m.Validate(); err != nil {
-		return nil, err
+		return nil, LocateManifestErrors(data, err)
 	}
 	return m, nil
 }

@@ -209,6 +209,41 @@ func locate(e *ManifestError, data []byte, off int) *ManifestError {
 	return e
 }
 
+// LocateManifestErrors gives each refusal in err that has a JSON path but
+// no place in the text (Validate's, which reads a decoded manifest) the
+// line and column of that path's value in data, the document it was
+// decoded from. A path the document does not hold (a member left out)
+// stays unplaced. It returns err.
+func LocateManifestErrors(data []byte, err error) error {
+	errs := ManifestErrors(err)
+	if len(errs) == 0 {
+		return err
+	}
+	root, perr := parseStrict(data)
+	if perr != nil {
+		return err
+	}
+	offsets := map[string]int{}
+	var walk func(n *strictNode, path strictPath)
+	walk = func(n *strictNode, path strictPath) {
+		offsets[path.String()] = n.off
+		for i, e := range n.elems {
+			if n.kind == strictObject {
+				walk(e, path.with(n.keys[i]))
+			} else {
+				walk(e, path.with(i))
+			}
+		}
+	}
+	walk(root, nil)
+	for _, e := range errs {
+		if off, ok := offsets[e.Path]; ok && e.Line == 0 && e.Path != "" {
+			locate(e, data, off)
+		}
+	}
+	return err
+}
+
 // strictParser builds the tree from a token stream.
 type strictParser struct {
 	data []byte

@@ -455,6 +455,29 @@ func TestManifestRulesAreListedOnce(t *testing.T) {
 	}
 }
 
+// TestValidateRefusalsArePlaced: the refusals of a manifest read from its
+// text point at the offending value's line and column, as the strict
+// reader's do; a path the document does not hold stays unplaced.
+func TestValidateRefusalsArePlaced(t *testing.T) {
+	doc := "{\n  \"name\": \"os\",\n  \"version\": \"1\",\n  \"command\": [\"../x\"],\n" +
+		"  \"protocol\": [1],\n  \"provides\": {\"work_kinds\": [{\"name\": \"os\"}]}\n}"
+	_, err := protocol.ParseManifest([]byte(doc))
+	var got []string
+	for _, e := range protocol.ManifestErrors(err) {
+		got = append(got, fmt.Sprintf("%s %s %d:%d", e.Rule, e.Path, e.Line, e.Column))
+	}
+	assert.Equal(t, []string{
+		"name.reserved name 2:11",
+		"command.inside command[0] 4:15",
+		"work_kinds.route provides.work_kinds 6:30",
+	}, got)
+	assert.Contains(t, err.Error(), "manifest: name (line 2, column 11): ")
+
+	m := fullManifest()
+	m.Version = ""
+	assert.Zero(t, protocol.ManifestErrors(m.Validate())[0].Line, "a decoded manifest has no text to point into")
+}
+
 func TestValidateReportsEveryRefusal(t *testing.T) {
 	m := fullManifest()
 	m.Version = ""

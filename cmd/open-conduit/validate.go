@@ -76,7 +76,7 @@ func validateManifest(path string) validateReport {
 		m, err = protocol.DecodeManifest(data)
 	}
 	if err == nil {
-		err = m.Validate()
+		err = protocol.LocateManifestErrors(data, m.Validate())
 	}
 	if err == nil {
 		err = protocol.CheckPackage(filepath.Dir(path), m)
