@@ -329,3 +329,29 @@ func TestOperatorWorkShowsItsExecutions(t *testing.T) {
 	assert.Contains(t, stdout, x.ID+" ")
 	assert.Contains(t, stdout, "on runner")
 }
+
+// TestREADMEOperatorCommandsExist: every command the README's "Operate
+// it" section shows is in the command table and parses its flags.
+func TestREADMEOperatorCommandsExist(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	_, section, found := strings.Cut(string(b), "### Operate it")
+	require.True(t, found, "README.md has no Operate it section")
+	section, _, _ = strings.Cut(section, "\n## ")
+	n := 0
+	for line := range strings.Lines(section) {
+		line, _, _ = strings.Cut(strings.TrimSpace(line), "#")
+		words := strings.Fields(line)
+		if len(words) < 2 || words[0] != "open-conduit" {
+			continue
+		}
+		n++
+		cmd, rest, ok := lookup(words[1:])
+		require.True(t, ok, "README shows an unknown command: %s", line)
+		// Run it against no daemon: a usage error (2) means the README's
+		// flags or arguments are wrong; 1 (no daemon, no file) is fine.
+		code := cmd.run(append(rest, "--socket", filepath.Join(t.TempDir(), "none.sock")), io.Discard, io.Discard)
+		assert.NotEqual(t, exitUsage, code, "README line does not parse: %s", line)
+	}
+	assert.GreaterOrEqual(t, n, 10, "the section shows the operator commands")
+}
