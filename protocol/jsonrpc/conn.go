@@ -547,6 +547,7 @@ func (c *Conn) serve(m inMessage) {
 	var id []byte
 	if m.id != nil {
 		id = bytes.Clone(m.id)
+		req.ID = id
 	}
 	key := string(id)
 	c.mu.Lock()

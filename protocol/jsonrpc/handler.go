@@ -17,6 +17,10 @@ type Request struct {
 	Params json.RawMessage
 	// Notification is true when the peer expects no answer.
 	Notification bool
+	// ID is the request's id as it crossed (raw JSON, such as 7 or "a"),
+	// nil for a notification; the response carries the same bytes. The
+	// handler must not modify it.
+	ID json.RawMessage
 	// Seq numbers the requests (not notifications) the Conn hands its
 	// Handler, from 1, in the order it read them. Handlers start in any
 	// order; Seq tells one which requests came before it on the stream

@@ -16,3 +16,11 @@ func SetBeforeServe(f func(method string)) (restore func()) {
 	beforeServe = f
 	return func() { beforeServe = nil }
 }
+
+// SetAfterServe makes ServeConn call f as each request's handler returns,
+// before its answer is written, and returns a function that restores the
+// default (nothing).
+func SetAfterServe(f func(method string)) (restore func()) {
+	afterServe = f
+	return func() { afterServe = nil }
+}

@@ -46,7 +46,8 @@ func TakeStdout() *os.File {
 // when the peer closed r, after shutdown, or when ctx ends. It closes r
 // and w when they are io.Closers.
 func ServeConn(ctx context.Context, r io.Reader, w io.Writer, ext *Extension) error {
-	cw := &countingWriter{w: w, changed: make(chan struct{})}
+	taken := &unanswered{ids: map[string]int{}, changed: make(chan struct{})}
+	cw := &answerWriter{w: w, answered: taken.answered}
 	// The Host calls through conn, which exists only once NewConn has
 	// returned; a handler may already run by then.
 	var conn *jsonrpc.Conn
@@ -59,7 +60,6 @@ func ServeConn(ctx context.Context, r io.Reader, w io.Writer, ext *Extension) er
 		closeAll(r, w)
 		return err
 	}
-	var served countingInt
 	shutdownAcked := make(chan struct{})
 	var ackOnce sync.Once
 	handler := jsonrpc.HandlerFunc(func(ctx context.Context, req *jsonrpc.Request) (any, error) {
@@ -72,10 +72,13 @@ func ServeConn(ctx context.Context, r io.Reader, w io.Writer, ext *Extension) er
 		if beforeServe != nil {
 			beforeServe(req.Method)
 		}
-		served.add()
+		taken.take(req.ID)
 		res, err := s.call(ctx, req.Seq, req.Method, json.RawMessage(req.Params))
 		if req.Method == "shutdown" && err == nil {
 			ackOnce.Do(func() { close(shutdownAcked) })
+		}
+		if afterServe != nil {
+			afterServe(req.Method)
 		}
 		return res, err
 	})
@@ -94,12 +97,13 @@ func ServeConn(ctx context.Context, r io.Reader, w io.Writer, ext *Extension) er
 			return ctx.Err()
 		case <-shutdownAcked:
 			// Exit once every request taken has been answered, the
-			// shutdown acknowledgement included.
+			// shutdown acknowledgement included. Shutdown answers only
+			// once every request read before it has been taken.
 			shutdownAcked = nil
 			go func() {
 				for {
-					ch := cw.wait()
-					if cw.responses() >= served.get() {
+					n, ch := taken.pending()
+					if n == 0 {
 						conn.Close()
 						return
 					}
@@ -117,6 +121,10 @@ func ServeConn(ctx context.Context, r io.Reader, w io.Writer, ext *Extension) er
 // beforeServe, when set, runs as a request's handler starts: tests hold a
 // handler there to start it after a later request's.
 var beforeServe func(method string)
+
+// afterServe, when set, runs as a request's handler returns, before the
+// transport writes its answer: tests hold an answer there.
+var afterServe func(method string)
 
 // maxInflight is the bound on requests served at once (a variable so the
 // transcript of an overload can stay short).
@@ -140,68 +148,100 @@ func closeAll(r io.Reader, w io.Writer) {
 	}
 }
 
-type countingInt struct {
-	mu sync.Mutex
-	n  int
-}
-
-func (c *countingInt) add() { c.mu.Lock(); c.n++; c.mu.Unlock() }
-func (c *countingInt) get() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.n
-}
-
-// countingWriter counts the responses written through it, so ServeConn
-// knows when every request it took has been answered. The transport
-// writes one whole message per Write.
-type countingWriter struct {
-	w       io.Writer
+// unanswered counts the requests handed to the handler whose responses
+// have not been written yet, by id, so ServeConn exits only once each has
+// its answer on the wire. A response the transport writes itself
+// (overloaded, a refusal of malformed params) answers no request taken
+// here and counts for nothing.
+type unanswered struct {
 	mu      sync.Mutex
+	ids     map[string]int
 	n       int
 	changed chan struct{}
 }
 
+func (u *unanswered) take(id []byte) {
+	u.mu.Lock()
+	u.ids[string(id)]++
+	u.n++
+	u.mu.Unlock()
+}
+
+func (u *unanswered) answered(id []byte) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.ids[string(id)] == 0 {
+		return
+	}
+	if u.ids[string(id)]--; u.ids[string(id)] == 0 {
+		delete(u.ids, string(id))
+	}
+	u.n--
+	close(u.changed)
+	u.changed = make(chan struct{})
+}
+
+// pending is how many are unanswered and a channel closed on the next
+// answer.
+func (u *unanswered) pending() (int, <-chan struct{}) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.n, u.changed
+}
+
+// answerWriter reports the id of each response written through it. The
+// transport writes one whole message per Write.
+type answerWriter struct {
+	w        io.Writer
+	answered func(id []byte)
+}
+
 var responseHead = []byte(`{"jsonrpc":"2.0","id":`)
 
-func (c *countingWriter) Write(b []byte) (int, error) {
-	n, err := c.w.Write(b)
-	if err == nil && isResponse(b) {
-		c.mu.Lock()
-		c.n++
-		close(c.changed)
-		c.changed = make(chan struct{})
-		c.mu.Unlock()
+func (a *answerWriter) Write(b []byte) (int, error) {
+	n, err := a.w.Write(b)
+	if err == nil {
+		if id, ok := responseID(b); ok {
+			a.answered(id)
+		}
 	}
 	return n, err
 }
 
-func (c *countingWriter) Close() error {
-	if cl, ok := c.w.(io.Closer); ok {
+func (a *answerWriter) Close() error {
+	if cl, ok := a.w.(io.Closer); ok {
 		return cl.Close()
 	}
 	return nil
 }
 
-func (c *countingWriter) wait() <-chan struct{} {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.changed
-}
-
-func (c *countingWriter) responses() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.n
-}
-
-// isResponse reports whether a message the transport wrote is a response
-// (its id is followed by result or error, not by method).
-func isResponse(b []byte) bool {
+// responseID returns the id of a message the transport wrote when it is a
+// response (its id is followed by result or error, not by method).
+func responseID(b []byte) ([]byte, bool) {
 	rest, ok := bytes.CutPrefix(b, responseHead)
 	if !ok {
-		return false
+		return nil, false
 	}
-	i := bytes.IndexByte(rest, ',')
-	return i >= 0 && !bytes.HasPrefix(rest[i:], []byte(`,"method"`))
+	end := idEnd(rest)
+	if end <= 0 || bytes.HasPrefix(rest[end:], []byte(`,"method"`)) {
+		return nil, false
+	}
+	return rest[:end], true
+}
+
+// idEnd is the length of the JSON id token at the start of b (a number,
+// null or a string, escapes included), or -1.
+func idEnd(b []byte) int {
+	if len(b) > 0 && b[0] == '"' {
+		for i := 1; i < len(b); i++ {
+			switch b[i] {
+			case '\\':
+				i++
+			case '"':
+				return i + 1
+			}
+		}
+		return -1
+	}
+	return bytes.IndexByte(b, ',')
 }

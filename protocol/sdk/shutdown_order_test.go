@@ -1,7 +1,10 @@
 package sdk_test
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
+	"io"
 	"sync"
 	"testing"
 
@@ -63,5 +66,66 @@ func TestShutdownServesRequestsReadBeforeIt(t *testing.T) {
 	for range before {
 		assert.NoError(t, <-results, "a request read before shutdown must be served and answered")
 	}
+	require.NoError(t, <-done)
+}
+
+// TestShutdownExitsOnlyOnceEveryRequestIsAnswered: after shutdown the
+// extension exits once each request it took has its answer on the wire,
+// not once as many answers as requests have been written. Here a request
+// refused overloaded by the transport (an answer no handler gave) is on
+// the wire while a task.run's answer is still to be written; the exit
+// must wait for the task.run's.
+func TestShutdownExitsOnlyOnceEveryRequestIsAnswered(t *testing.T) {
+	t.Cleanup(sdk.SetMaxInflight(2))
+	ext := (&demo{}).extension()
+	taskStarted, release := make(chan struct{}), make(chan struct{})
+	ext.Tasks["demo-sweep"] = func(ctx context.Context, host *sdk.Host, p protocol.TaskRunParams) (protocol.TaskRunResult, error) {
+		close(taskStarted)
+		<-release
+		return protocol.TaskRunResult{Detail: "finished"}, nil
+	}
+	shutdownBegan := make(chan struct{})
+	ext.Shutdown = func(context.Context, *sdk.Host) error { close(shutdownBegan); return nil }
+	shutdownAnswered := make(chan struct{})
+	t.Cleanup(sdk.SetAfterServe(func(method string) {
+		if method == "task.run" {
+			<-shutdownAnswered // the task's answer is written after shutdown's
+		}
+	}))
+
+	extIn, hostOut := io.Pipe()
+	hostIn, extOut := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- sdk.ServeConn(context.Background(), extIn, extOut, ext) }()
+	t.Cleanup(func() { hostOut.Close(); hostIn.Close() })
+	lines := bufio.NewScanner(hostIn)
+	send := func(line string) {
+		_, err := io.WriteString(hostOut, line+"\n")
+		require.NoError(t, err)
+	}
+	next := func() string {
+		require.True(t, lines.Scan(), "the extension's next line: %v", lines.Err())
+		return lines.Text()
+	}
+
+	init, err := json.Marshal(initParams)
+	require.NoError(t, err)
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":` + string(init) + `}`)
+	require.Contains(t, next(), `"id":1,"result"`)
+	send(`{"jsonrpc":"2.0","id":2,"method":"task.run","params":{"task":"demo-sweep"}}`)
+	<-taskStarted
+	send(`{"jsonrpc":"2.0","id":3,"method":"shutdown","params":{}}`)
+	<-shutdownBegan
+	send(`{"jsonrpc":"2.0","id":4,"method":"task.run","params":{"task":"demo-sweep"}}`)
+	require.Contains(t, next(), `"id":4,"error"`, "over the bound of 2 the transport answers overloaded itself")
+	close(release)
+	require.Contains(t, next(), `"id":3,"result"`)
+	close(shutdownAnswered)
+	last, ok := "", lines.Scan()
+	if ok {
+		last = lines.Text()
+	}
+	assert.True(t, ok, "the task.run taken before shutdown was never answered: %v", lines.Err())
+	assert.Contains(t, last, `"id":2,"result":{"detail":"finished"}`)
 	require.NoError(t, <-done)
 }
