@@ -193,6 +193,9 @@ func (d *Daemon) Reload(ctx context.Context) (client.Generation, []client.Diagno
 func (d *Daemon) activate(ctx context.Context, cfg *Config, gen client.Generation) error {
 	var wg sync.WaitGroup
 	for _, pr := range d.pkgs {
+		if !slices.Equal(cfg.Settings.PassEnv[pr.pkg.Name], pr.passEnv) {
+			d.log.Warn("settings.pass_env changed: it takes effect when the daemon restarts", "package", pr.pkg.Name)
+		}
 		p := d.paramsFor(cfg, pr, gen)
 		pr.params.Store(&p)
 		wg.Go(func() {

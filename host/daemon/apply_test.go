@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -148,4 +149,15 @@ func TestConflictingPackagesAreNoneAdmitted(t *testing.T) {
 	assert.True(t, st.Ready, "ready: every admitted package (none) is configured")
 	_, _, ok := d.Package("alpha")
 	assert.False(t, ok)
+}
+
+// A state directory too deep for a unix socket is refused with a clear
+// message, not bind's "invalid argument".
+func TestOpenRefusesASocketPathTooLong(t *testing.T) {
+	state := filepath.Join(shortDir(t), strings.Repeat("s", 110))
+	_, err := Open(t.Context(), Options{ConfigDir: t.TempDir(), StateDir: state})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "use a shorter state directory")
+	_, err = acquireLock(lockPath(state))
+	assert.NoError(t, err, "the failed Open released the lock")
 }

@@ -141,6 +141,10 @@ type storedGeneration struct {
 	Doc json.RawMessage `json:"doc,omitempty"`
 }
 
+// maxSocketPath is the size of a unix socket address's path (sun_path),
+// its terminating NUL included.
+const maxSocketPath = 108
+
 // AdoptWait bounds how long Open waits for the runs it adopts to be
 // recovered before it reports ready anyway.
 var AdoptWait = 30 * time.Second
@@ -181,9 +185,10 @@ func Open(ctx context.Context, opts Options) (d *Daemon, err error) {
 	if d.lock, err = acquireLock(lockPath(opts.StateDir)); err != nil {
 		return nil, err
 	}
+	opened := d // the named result is nil on every error return
 	defer func() {
 		if err != nil {
-			d.Close(context.WithoutCancel(ctx))
+			opened.Close(context.WithoutCancel(ctx))
 		}
 	}()
 	if d.sqlite, err = sqlite.Open(storeDir(opts.StateDir)); err != nil {
@@ -352,6 +357,9 @@ func (d *Daemon) applyLastGood(ctx context.Context) error {
 // listen opens the management API on <state>/api.sock, mode 0600.
 func (d *Daemon) listen() error {
 	path := SocketPath(d.opts.StateDir)
+	if len(path) >= maxSocketPath {
+		return fmt.Errorf("daemon: the API socket path %s is %d bytes, over the %d a unix socket allows: use a shorter state directory", path, len(path), maxSocketPath-1)
+	}
 	// The lock is held: a socket file left here is a dead daemon's.
 	_ = os.Remove(path)
 	l, err := net.Listen("unix", path)
@@ -534,10 +542,18 @@ func (d *Daemon) Paths() client.Paths {
 	if !d.opts.NoAPI {
 		p.Socket = SocketPath(d.opts.StateDir)
 	}
-	d.mu.Lock()
-	p.Webhook = d.current.Settings.Webhooks.Listen
-	d.mu.Unlock()
+	// This build has no webhook listener (issue 12 builds it), so the
+	// listener's address is empty whatever settings.webhooks.listen says.
 	return p
+}
+
+// WebhookSetting is the configured settings.webhooks (listen and
+// public_url) of the generation in force, which this build validates and
+// sends (public_url) but does not serve.
+func (d *Daemon) WebhookSetting() WebhookSettings {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.current.Settings.Webhooks
 }
 
 // Config is the configuration in force with every secret reference
