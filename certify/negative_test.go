@@ -25,6 +25,7 @@ import (
 // criterion it is built to fail. Every other package there, like the
 // bundled notes and runner, must pass everything that applies to it.
 var weakened = map[string]string{
+	"weak-blind-retry":      "kv/atomicity",
 	"weak-hang-in-tx":       "transactions/deadline",
 	"weak-ignore-cancel":    "cancellation/honoured",
 	"weak-refuse-input":     "operations/idempotent",
