@@ -4,6 +4,8 @@ package sqlite
 const (
 	ScopeEventsQuery = qScopeEvents
 	WorkEventsQuery  = qWorkEvents
+	ChangesQuery     = qChanges
+	ActiveWaitsQuery = qActiveWaits
 )
 
 // Migrations is how many migrations this build has.

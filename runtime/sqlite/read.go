@@ -177,6 +177,11 @@ const (
 		WHERE e.scope_id = ? AND e.sequence > ? ORDER BY e.sequence LIMIT ?`
 	qWorkEvents = `SELECT ` + eventCols + ` FROM event_works w JOIN events e ON e.sequence = w.sequence
 		WHERE w.work_id = ? AND w.sequence > ? ORDER BY w.sequence LIMIT ?`
+	qChanges = `SELECT seq, kind, ref, scope_id, sequence, state, revision, at FROM changes
+		WHERE seq > ? ORDER BY seq LIMIT ?`
+	// waits_one_active is a partial index of the active Waits by Work ID.
+	qActiveWaits = `SELECT ` + waitCols + ` FROM waits t INDEXED BY waits_one_active
+		WHERE t.state = 'active' AND t.work_id > ? ORDER BY t.work_id LIMIT ?`
 )
 
 func scanEvent(s scanner) (runtime.Event, error) {
@@ -262,9 +267,7 @@ func (r *reader) Changes(after int64, limit int) ([]runtime.Change, error) {
 	if err := checkCursor(after); err != nil {
 		return nil, err
 	}
-	return list(r, scanChange, "changes",
-		`SELECT seq, kind, ref, scope_id, sequence, state, revision, at FROM changes WHERE seq > ? ORDER BY seq LIMIT ?`,
-		after, pageLimit(limit))
+	return list(r, scanChange, "changes", qChanges, after, pageLimit(limit))
 }
 
 func (r *reader) LatestChange() (int64, error) {
@@ -456,11 +459,7 @@ func (r *reader) Waits(workID string) ([]runtime.Wait, error) {
 }
 
 func (r *reader) ActiveWaits(afterWork string, limit int) ([]runtime.Wait, error) {
-	// waits_one_active is a partial index of the active Waits by Work ID:
-	// the page seeks it to the cursor and costs what it returns.
-	return list(r, scanWait, "active waits",
-		`SELECT `+waitCols+` FROM waits t INDEXED BY waits_one_active
-		WHERE t.state = 'active' AND t.work_id > ? ORDER BY t.work_id LIMIT ?`, afterWork, pageLimit(limit))
+	return list(r, scanWait, "active waits", qActiveWaits, afterWork, pageLimit(limit))
 }
 
 func (r *reader) WaitsForKey(key string) ([]runtime.Wait, error) {

@@ -81,8 +81,14 @@ func TestPageReadsUseTheirIndexes(t *testing.T) {
 	for name, c := range map[string]struct{ query, want string }{
 		"scope events": {sqlite.ScopeEventsQuery, "USING INDEX events_by_scope (scope_id=? AND sequence>?)"},
 		"work events":  {sqlite.WorkEventsQuery, "USING PRIMARY KEY (work_id=? AND sequence>?)"},
+		"changes":      {sqlite.ChangesQuery, "USING INTEGER PRIMARY KEY (rowid>?)"},
+		"active waits": {sqlite.ActiveWaitsQuery, "USING INDEX waits_one_active (work_id>?)"},
 	} {
-		rows, err := db.Query(`EXPLAIN QUERY PLAN `+c.query, "x", 0, 100)
+		args := []any{"x", 0, 100}
+		if strings.Count(c.query, "?") == 2 {
+			args = args[1:]
+		}
+		rows, err := db.Query(`EXPLAIN QUERY PLAN `+c.query, args...)
 		require.NoError(t, err, name)
 		var plan []string
 		for rows.Next() {
