@@ -15,8 +15,8 @@ func ExampleClient_WaitFor() {
 	defer c.Close()
 	ctx := context.Background()
 
-	// Start from the log as it is now: page to the end, then follow the
-	// change stream after the page's latest change.
+	// Any page names the change log's last change as of its read: wait
+	// for what happens after it.
 	page, err := c.Events(ctx, client.EventQuery{Scope: "home", Limit: 1})
 	if err != nil {
 		fmt.Println(err) // client.ErrUnavailable when no daemon runs there
