@@ -25,13 +25,31 @@
 // criteria end as harness_error, never as pass.
 //
 // Every criterion ends in exactly one Status: pass, fail, skip (it does not
-// apply to what the manifest declares; the reason is reported) or
-// harness_error (the runner itself broke; never blamed on the package). A
-// criterion that outlives its deadline fails with "criterion ID timed out
-// after D" and the run goes on; one that ignores its context is abandoned
-// after a grace period. A package that crashes or hangs fails the criterion
-// it was running, with the last wire messages and the tail of its stderr as
-// evidence, and is restarted for the next one.
+// apply to what the manifest declares, or the package gave it nothing to
+// check; the reason is reported), harness_error (the runner itself broke;
+// never blamed on the package) or not_run (the manifest did not load, so
+// only manifest/valid ran; the cause is printed first, with the hint to
+// run `open-conduit extension validate DIR`). A criterion never passes on
+// what it did not observe: one whose every call the package refused fails
+// with "could not exercise: …", naming the inputs it tried. A criterion
+// that outlives its deadline fails with "criterion ID timed out after D"
+// and the run goes on; one that ignores its context is abandoned after a
+// grace period. A package that crashes or hangs fails the criterion it was
+// running and is restarted for the next one. A failure's evidence is the
+// wire around the message it names (conformance.WireIndex: the stray
+// line, the write made again), or else the last messages of the
+// criterion, and the tail of the package's stderr.
+//
+// Inputs: the criteria call the package with the inputs its author gives
+// in certify/inputs.json (conformance.Inputs; a bad file is a usage
+// error naming its JSON path), and otherwise with inputs built from the
+// manifest's schemas (conformance.SchemaInput).
+//
+// Reports: --json, --junit and --trace name files (or - for standard
+// output, which then holds that report alone while progress goes to
+// standard error), checked before the run starts. --trace streams: each
+// wire message is written as it is recorded, so a killed run keeps its
+// transcript up to then.
 //
 // A baseline lists criteria the package is known to fail: a listed failure
 // does not fail the run, an unlisted one does, and a listed criterion that

@@ -1,6 +1,7 @@
 package conformance_test
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -181,4 +182,78 @@ func TestInputsFileIsDocumented(t *testing.T) {
 	for _, field := range []string{"`operations`", "`routes`", "`ingress`", "`family`", "`payload`", "`headers`", "`body`"} {
 		assert.Contains(t, string(doc), field)
 	}
+}
+
+// withInputs is a scripted package whose author gave inputs.
+type withInputs struct {
+	*scripted
+	in *conformance.Inputs
+}
+
+func (w withInputs) Inputs() *conformance.Inputs { return w.in }
+
+// The checks call the package with the author's inputs: an operation's
+// input replaces the built one, a route's Events are offered besides the
+// built ones, and an ingress type's deliveries replace the built one.
+func TestChecksUseTheAuthorsInputs(t *testing.T) {
+	ctx := context.Background()
+	m := inputsManifestValue(t)
+	in, err := conformance.ParseInputs([]byte(`{
+	  "operations": {"memo.add": [{"title": "from the author"}]},
+	  "routes": {"memo": [{"family": "memo.note", "schema": "memo.note.v2", "payload": {"id": "author-1"}}]},
+	  "ingress": {"memo": [{"path": "/memo/hook", "body": {"id": "author-delivery"}}]}
+	}`), m)
+	require.NoError(t, err)
+	s := &scripted{manifest: m, serve: func(method string, params json.RawMessage, out *[]string) (any, error) {
+		switch method {
+		case "configure":
+			return protocol.ConfigureResult{Sources: []protocol.SourceDecl{{Name: "memo", ScopeID: "s1"}}}, nil
+		case "ingress.push":
+			return protocol.IngressPushResult{Events: []protocol.EventDraft{{Source: "memo", DeliveryID: "d1", Family: "memo.note"}}}, nil
+		}
+		return good(method, params, out)
+	}}
+	d := withInputs{s, in}
+	require.NoError(t, conformance.CheckPackageOperationsIdempotent(ctx, d))
+	require.NoError(t, conformance.CheckPackageRoutesPure(ctx, d))
+	require.NoError(t, s.Call(ctx, "configure", d.ConfigureParams(), nil))
+	require.NoError(t, conformance.CheckPackageEmissionsIdempotent(ctx, d))
+
+	var sawInput, sawEvent, sawDelivery, sawBuilt bool
+	for _, l := range d.Wire() {
+		var msg struct {
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
+		}
+		if l.FromExtension || json.Unmarshal(l.Line, &msg) != nil {
+			continue
+		}
+		switch msg.Method {
+		case "operation.call":
+			var p protocol.OperationCallParams
+			require.NoError(t, json.Unmarshal(msg.Params, &p))
+			assert.JSONEq(t, `{"title":"from the author"}`, string(p.Input), "the author's input replaces the built one")
+			sawInput = true
+		case "route.match":
+			var p protocol.RouteMatchParams
+			require.NoError(t, json.Unmarshal(msg.Params, &p))
+			if p.Event.Schema == "memo.note.v2" {
+				assert.JSONEq(t, `{"id":"author-1"}`, string(p.Event.Payload))
+				assert.False(t, p.Event.AcceptedAt.IsZero())
+				sawEvent = true
+			} else {
+				sawBuilt = true
+			}
+		case "ingress.push":
+			var p protocol.IngressPushParams
+			require.NoError(t, json.Unmarshal(msg.Params, &p))
+			assert.JSONEq(t, `{"id":"author-delivery"}`, string(p.Delivery.Body))
+			assert.Equal(t, "/memo/hook", p.Delivery.Path)
+			sawDelivery = true
+		}
+	}
+	assert.True(t, sawInput, "operation.call with the author's input")
+	assert.True(t, sawEvent, "route.match of the author's Event")
+	assert.True(t, sawBuilt, "route.match of the built Event too")
+	assert.True(t, sawDelivery, "ingress.push of the author's delivery")
 }
