@@ -96,8 +96,11 @@ func CheckPackageCancellation(ctx context.Context, d PackageDriver) error {
 			if outcome == cancelKeptRunning && strings.HasPrefix(detail, noAnswerYet) {
 				// Not answering a cancelled request is allowed; a handler
 				// still waiting answers the wait once its run ends.
-				run.stop(ctx, p)
-				if late := awaitAnswer(ctx, d, "executor.wait", run.runID, CancelBound); late != nil && late.Error == nil {
+				if err := run.stopped(ctx, p); err != nil {
+					// Without a stopped run there is no telling a handler that
+					// stopped from one still waiting.
+					outcome, detail = cancelFinished, "it did not answer the cancelled wait, and the run could not be stopped to see whether its handler still waited: "+clip(err.Error(), 160)
+				} else if late := awaitAnswer(ctx, d, "executor.wait", run.runID, CancelBound); late != nil && late.Error == nil {
 					detail = "it kept waiting after $/cancel and answered the wait with a result once the run was stopped"
 				} else {
 					outcome, detail = cancelStopped, "it did not answer the cancelled wait, even once the run was stopped"

@@ -78,10 +78,20 @@ func (r *executorRun) wait(ctx context.Context, c caller) (protocol.ExecutorWait
 }
 
 // stop stops a run left running, best effort.
-func (r *executorRun) stop(ctx context.Context, c caller) {
+func (r *executorRun) stop(ctx context.Context, c caller) { _ = r.stopped(ctx, c) }
+
+// stopped stops a run and says whether the executor stopped it.
+func (r *executorRun) stopped(ctx context.Context, c caller) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ExecutorSettleBound)
 	defer cancel()
-	_ = c.Call(ctx, "executor.stop", protocol.ExecutorStopParams{Executor: r.executor, RunID: r.runID}, nil)
+	var res protocol.ExecutorStopResult
+	if err := c.Call(ctx, "executor.stop", protocol.ExecutorStopParams{Executor: r.executor, RunID: r.runID}, &res); err != nil {
+		return err
+	}
+	if !res.Stopped {
+		return errors.New("executor.stop answered stopped=false")
+	}
+	return nil
 }
 
 func settled(state string) bool {
