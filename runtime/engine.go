@@ -326,14 +326,18 @@ const StepRetry = time.Second
 
 // Run steps the engine until ctx ends: after every accepted Event, wake
 // or settled execution, when the earliest timer falls due, and StepRetry
-// after a pass that failed. Errors go to Config.OnError.
+// after a pass that failed. Errors go to Config.OnError. A pass under way
+// when ctx ends is finished, not cut short (a start cut off before its
+// executor answered would count as a failed attempt): Run takes no new
+// work after ctx ends and returns once the pass is done.
 func (e *Engine) Run(ctx context.Context) error {
 	for {
 		wait := time.Duration(-1)
-		if err := e.Step(ctx); err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
+		err := e.Step(context.WithoutCancel(ctx))
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err != nil {
 			e.report(err)
 			wait = StepRetry
 		}

@@ -117,3 +117,37 @@ func TestReconfigureConcurrentWithRouting(t *testing.T) {
 	}
 	h.engine.Drain()
 }
+
+// blockingHandler matches every Event once released.
+type blockingHandler struct {
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (h *blockingHandler) Match(_ context.Context, in runtime.RouteInput) (runtime.RouteDecision, error) {
+	select {
+	case h.entered <- struct{}{}:
+	default:
+	}
+	<-h.release
+	return runtime.RouteDecision{Match: true, Reason: "released"}, nil
+}
+
+// A pass under way when Run's context ends is finished, not cut short: the
+// Event being routed at shutdown is routed, and Run returns after it.
+func TestRunFinishesThePassUnderWayWhenCancelled(t *testing.T) {
+	bh := &blockingHandler{entered: make(chan struct{}, 1), release: make(chan struct{})}
+	h := newHarness(t, runtime.Config{
+		Handlers: map[string]runtime.RouteHandler{"block": bh},
+		Routes:   map[string][]runtime.Route{"s1": {{Handler: "block", Kind: "task"}}},
+	})
+	evs := accept(t, h, testEnvelope("src", "1", "s1", payload{}))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- h.engine.Run(ctx) }()
+	<-bh.entered
+	cancel()
+	close(bh.release)
+	require.ErrorIs(t, <-done, context.Canceled)
+	assert.Equal(t, runtime.DispositionCreated, record(t, h, evs[0].ID).Disposition)
+}

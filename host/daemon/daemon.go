@@ -177,6 +177,9 @@ func Open(ctx context.Context, opts Options) (d *Daemon, err error) {
 	if opts.Clock == nil {
 		opts.Clock = runtime.SystemClock{}
 	}
+	if path := SocketPath(opts.StateDir); !opts.NoAPI && len(path) >= maxSocketPath {
+		return nil, fmt.Errorf("daemon: the API socket path %s is %d bytes, over the %d a unix socket allows: use a shorter state directory", path, len(path), maxSocketPath-1)
+	}
 	if err := os.MkdirAll(LogDir(opts.StateDir), 0o700); err != nil {
 		return nil, fmt.Errorf("daemon: state directory: %w", err)
 	}
@@ -357,9 +360,6 @@ func (d *Daemon) applyLastGood(ctx context.Context) error {
 // listen opens the management API on <state>/api.sock, mode 0600.
 func (d *Daemon) listen() error {
 	path := SocketPath(d.opts.StateDir)
-	if len(path) >= maxSocketPath {
-		return fmt.Errorf("daemon: the API socket path %s is %d bytes, over the %d a unix socket allows: use a shorter state directory", path, len(path), maxSocketPath-1)
-	}
 	// The lock is held: a socket file left here is a dead daemon's.
 	_ = os.Remove(path)
 	l, err := net.Listen("unix", path)
@@ -381,9 +381,28 @@ func (d *Daemon) listen() error {
 	return nil
 }
 
-// Run steps the engine until ctx ends. It does not close the daemon.
+// PassBound bounds how long Run waits, once its context ends, for the
+// engine's pass under way to finish.
+var PassBound = 10 * time.Second
+
+// Run steps the engine until ctx ends. Then it takes no new work and
+// returns once the pass under way has finished (a start cut short would
+// count as a failed attempt), or after PassBound. It does not close the
+// daemon.
 func (d *Daemon) Run(ctx context.Context) error {
-	err := d.engine.Run(ctx)
+	done := make(chan error, 1)
+	go func() { done <- d.engine.Run(ctx) }()
+	var err error
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		select {
+		case err = <-done:
+		case <-time.After(PassBound):
+			d.log.Warn("the engine's pass was still running at shutdown", "waited", PassBound)
+			return nil
+		}
+	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return nil
 	}
