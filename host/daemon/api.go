@@ -99,15 +99,36 @@ type api struct {
 	// must hear of a shutdown another way (see closeStreams).
 	closing   chan struct{}
 	closeOnce sync.Once
+
+	mu      sync.Mutex
+	servers map[*http.Server]bool // the servers closeStreams is registered with
 }
 
 // ServeHTTP serves the API.
 func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.mux.ServeHTTP(w, r) }
 
-// closeStreams ends every change stream, now and later; register it with
-// http.Server.RegisterOnShutdown so a shutdown need not wait for streaming
-// clients. A client resumes from its last change on another daemon.
+// closeStreams ends every change stream, now and later, so a server's
+// Shutdown need not wait for streaming clients. A client resumes from its
+// last change on the next daemon.
 func (a *api) closeStreams() { a.closeOnce.Do(func() { close(a.closing) }) }
+
+// watchShutdown registers closeStreams with the server serving r, once per
+// server, so whoever serves the API gets streams that end on Shutdown.
+func (a *api) watchShutdown(r *http.Request) {
+	srv, ok := r.Context().Value(http.ServerContextKey).(*http.Server)
+	if !ok {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.servers == nil {
+		a.servers = map[*http.Server]bool{}
+	}
+	if !a.servers[srv] {
+		a.servers[srv] = true
+		srv.RegisterOnShutdown(a.closeStreams)
+	}
+}
 
 // newAPI builds the management API's handler: HTTP/1.1 + JSON under /v1/,
 // every refusal a {"error":{"code","message"}} body with its code's status.

@@ -94,6 +94,7 @@ func (a *api) changes(w http.ResponseWriter, r *http.Request) error {
 		return client.Errorf(client.CodeConflict, "after=%d is beyond the last change %d of this daemon's log", after, latest)
 	}
 
+	a.watchShutdown(r)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)

@@ -163,7 +163,6 @@ func newAPITest(t testing.TB) (*apiTestBackend, *client.Client) {
 		b.served(pattern) // before serving: a stream returns late
 		handler.ServeHTTP(w, r)
 	})}
-	srv.RegisterOnShutdown(handler.closeStreams)
 	b.shutdown = srv.Shutdown
 	served := make(chan struct{})
 	go func() { defer close(served); _ = srv.Serve(ln) }()
