@@ -125,7 +125,7 @@ func CheckPackageCancellation(ctx context.Context, d PackageDriver) error {
 		case stopped > 0:
 			return nil
 		case refused > 0:
-			return fmt.Errorf("could not exercise: no request stayed in flight to cancel: %s", strings.Join(tried, "; "))
+			return fmt.Errorf("could not exercise: no request stayed in flight to cancel: %s (give inputs the package accepts in %s)", strings.Join(tried, "; "), InputsFile)
 		case len(tried) > 0:
 			return notApplicable("no request stayed in flight long enough to cancel: %s", strings.Join(tried, "; "))
 		}

@@ -163,7 +163,7 @@ func CheckPackageKVAtomicity(ctx context.Context, d PackageDriver) error {
 		case conflicts > 0:
 			return nil
 		case answered == 0:
-			return fmt.Errorf("could not exercise: every contending call was refused: %s", strings.Join(tried, "; "))
+			return fmt.Errorf("could not exercise: every contending call was refused: %s (give inputs the package accepts in %s)", strings.Join(tried, "; "), InputsFile)
 		}
 		return notApplicable("the package made no precondition-guarded kv.commit for the host to refuse as a conflict: %s", strings.Join(tried, "; "))
 	})
@@ -261,7 +261,7 @@ func CheckPackageRoutesPure(ctx context.Context, d PackageDriver) error {
 		}
 	}
 	if len(errs) == 0 && answered == 0 {
-		return fmt.Errorf("could not exercise: route.match refused every Event certification offered: %s", strings.Join(refusals, "; "))
+		return fmt.Errorf("could not exercise: route.match refused every Event certification offered: %s (give Events the package accepts under routes in %s)", strings.Join(refusals, "; "), InputsFile)
 	}
 	return errors.Join(errs...)
 }
