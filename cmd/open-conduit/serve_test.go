@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -277,4 +279,35 @@ func TestServeAppliesTheReadmeExample(t *testing.T) {
 	gen, err := d.Client.ApplyConfig(serveContext(t), m[1])
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), gen.Number)
+}
+
+func TestServeDefaultDirectoriesFollowXDG(t *testing.T) {
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	cfg, state, err := defaultDirs(env(map[string]string{"HOME": "/home/u", "XDG_CONFIG_HOME": "/x/config", "XDG_STATE_HOME": "/x/state"}))
+	require.NoError(t, err)
+	assert.Equal(t, "/x/config/open-conduit", cfg)
+	assert.Equal(t, "/x/state/open-conduit", state)
+	cfg, state, err = defaultDirs(env(map[string]string{"HOME": "/home/u"}))
+	require.NoError(t, err)
+	assert.Equal(t, "/home/u/.config/open-conduit", cfg)
+	assert.Equal(t, "/home/u/.local/state/open-conduit", state)
+	_, _, err = defaultDirs(env(map[string]string{}))
+	assert.Error(t, err)
+}
+
+func TestServeLogsJSONAndRefusesAnUnknownFormat(t *testing.T) {
+	d := daemontest.Start(t, daemontest.Options{Binary: daemonBinary(t), Args: []string{"--log-format", "json"}})
+	require.NoError(t, d.Stop())
+	lines := 0
+	for _, line := range regexp.MustCompile(`\n`).Split(strings.TrimSpace(d.Stderr()), -1) {
+		var rec map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &rec), "%q", line)
+		assert.Contains(t, rec, "msg")
+		lines++
+	}
+	assert.NotZero(t, lines)
+
+	var stdout, stderr strings.Builder
+	assert.Equal(t, exitUsage, run([]string{"serve", "--log-format", "xml"}, &stdout, &stderr))
+	assert.Contains(t, stderr.String(), "--log-format is text or json")
 }
