@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/open-conduit/open-conduit/client"
+	"github.com/open-conduit/open-conduit/runtime"
 )
 
 // TestAPIRefusals: bad input gets its stable code, the code's status, and
@@ -109,4 +110,11 @@ func TestAPIRoutesTable(t *testing.T) {
 		resp.Body.Close()
 		assert.Equal(t, client.CodeMethodNotAllowed.HTTPStatus(), resp.StatusCode, "PATCH %s", path)
 	}
+}
+
+// TestAPIPageLimitsFitTheStore: the API's page bound is one the store
+// reads whole, else a full page would look short and paging would stop.
+func TestAPIPageLimitsFitTheStore(t *testing.T) {
+	assert.LessOrEqual(t, client.MaxPageLimit, runtime.MaxPageLimit)
+	assert.LessOrEqual(t, client.DefaultPageLimit, client.MaxPageLimit)
 }
