@@ -348,7 +348,8 @@ func TestInvalidManifest(t *testing.T) {
 	v := result(t, r, "manifest/valid")
 	assert.Equal(t, certify.StatusFail, v.Status)
 	assert.Contains(t, v.Detail, "the manifest breaks 1 rule(s):")
-	assert.Contains(t, v.Detail, `provides.operations[0].name: operation "other.save" is not a dotted name beginning with "invalid." [names.dotted]`)
+	assert.Contains(t, v.Detail, `provides.operations[0].name`)
+	assert.Contains(t, v.Detail, `operation "other.save" is not a dotted name beginning with "invalid." [names.dotted]`)
 	for _, res := range r.Results {
 		if res.ID != "manifest/valid" {
 			assert.Equal(t, certify.StatusNotRun, res.Status, res.ID)
