@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"sync"
 	"testing"
@@ -20,18 +21,31 @@ const slowHandshake = 100 * time.Millisecond
 // TestMain lets the test binary serve as a package process: run as
 // "child:minimal" in a package directory, it serves that directory's
 // manifest with the SDK and nothing else (the start benchmarks' packages);
-// "child:slow" also takes slowHandshake to initialize.
+// "child:slow" also takes slowHandshake to initialize; "child:barrier
+// SOCKET" answers initialize once the test writes to its connection to
+// SOCKET.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && (os.Args[1] == "child:minimal" || os.Args[1] == "child:slow") {
+	if len(os.Args) > 1 && (os.Args[1] == "child:minimal" || os.Args[1] == "child:slow" || os.Args[1] == "child:barrier") {
 		raw, err := os.ReadFile(protocol.ManifestFile)
-		slow := os.Args[1] == "child:slow"
+		mode := os.Args[1]
 		if err == nil {
 			err = sdk.Serve(&sdk.Extension{Manifest: raw,
 				Initialize: func(context.Context, protocol.InitializeParams) error {
-					if slow {
+					switch mode {
+					case "child:slow":
 						// A handshake that waits on something outside the
 						// process (an interpreter loading, a remote check).
 						time.Sleep(slowHandshake)
+					case "child:barrier":
+						// Answer only once the test releases every package:
+						// it does so when all of them are in initialize.
+						c, err := net.Dial("unix", os.Args[2])
+						if err != nil {
+							return err
+						}
+						defer c.Close()
+						_, err = c.Read(make([]byte, 1))
+						return err
 					}
 					return nil
 				},
