@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/open-conduit/open-conduit/client"
 	"github.com/open-conduit/open-conduit/runtime"
@@ -63,4 +64,36 @@ func fillEvents(b *testing.B, s runtime.Store, n int) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkAPIEventsPageRatio reads the same page from a 1,000-event and
+// a 100,000-event store in alternation, so both see the same machine load,
+// and reports each page's cost and their ratio (the bound: ≤ 1.5).
+func BenchmarkAPIEventsPageRatio(b *testing.B) {
+	small, smallClient := newAPITest(b)
+	fillEvents(b, small.store, 1_000)
+	big, bigClient := newAPITest(b)
+	fillEvents(b, big.store, 100_000)
+	ctx := context.Background()
+	read := func(c *client.Client, size int) time.Duration {
+		start := time.Now()
+		page, err := c.Events(ctx, client.EventQuery{Scope: apiScope, After: int64(size / 2), Limit: 100})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(page.Events) != 100 {
+			b.Fatalf("page of %d events", len(page.Events))
+		}
+		return time.Since(start)
+	}
+	var smallTotal, bigTotal time.Duration
+	b.ResetTimer()
+	for b.Loop() {
+		smallTotal += read(smallClient, 1_000)
+		bigTotal += read(bigClient, 100_000)
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(smallTotal.Nanoseconds())/n, "ns/page-1k")
+	b.ReportMetric(float64(bigTotal.Nanoseconds())/n, "ns/page-100k")
+	b.ReportMetric(float64(bigTotal)/float64(smallTotal), "ratio")
 }
