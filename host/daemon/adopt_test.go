@@ -110,3 +110,42 @@ func shortDir(t *testing.T) string {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	return dir
 }
+
+// An execution running when a new generation is applied goes on under
+// the same observer: the runner's process is configured again, not
+// restarted, and the run ends as it would have.
+func TestHotApplyKeepsRunningExecutions(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cfgDir, state := t.TempDir(), shortDir(t)
+	require.NoError(t, os.MkdirAll(filepath.Join(cfgDir, "extensions", "runner"), 0o755))
+	m, err := os.ReadFile("../../extensions/runner/open-conduit-extension.json")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(cfgDir, "extensions", "runner", "open-conduit-extension.json"), m, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(cfgDir, ConfigFile), []byte(runnerConfig), 0o600))
+	d := openRunnerDaemon(t, cfgDir, state)
+	defer d.Close(context.WithoutCancel(ctx))
+	proc, _, _ := d.Package("runner")
+	procGen := proc.Generation()
+
+	require.NoError(t, d.Store().Transact(ctx, func(tx runtime.Tx) error {
+		_, err := tx.PutWork(runtime.Work{ID: "w1", ScopeID: "home", Kind: "job", Binding: bindingName("home", "jobs"), State: runtime.WorkPending})
+		return err
+	}))
+	started, err := d.Engine().StartPending(ctx)
+	require.NoError(t, err)
+	require.Len(t, started, 1)
+
+	gen, ds, err := d.ApplyConfig(ctx, []byte(`{"scopes": [{"id": "home", "title": "renamed", "bindings": [{"name": "jobs", "executor": "runner"}]}, {"id": "more"}]}`))
+	require.NoError(t, err)
+	require.Empty(t, ds)
+	assert.Equal(t, int64(2), gen.Number)
+	assert.Equal(t, procGen, proc.Generation(), "configured again, not restarted")
+
+	require.NoError(t, d.Engine().Inject(ctx, started[0].ID, json.RawMessage(`"0\n"`)))
+	d.Engine().Drain()
+	x := execution(t, d, "w1")
+	assert.Equal(t, started[0].ID, x.ID)
+	assert.Equal(t, started[0].Epoch, x.Epoch, "never re-adopted: the same observer saw it end")
+	assert.Equal(t, runtime.ExecutionSucceeded, x.State)
+}
