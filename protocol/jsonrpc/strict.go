@@ -1,6 +1,7 @@
 package jsonrpc
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strconv"
@@ -38,15 +39,45 @@ func (n *strictNote) fail(at int, what string, inText bool) {
 	}
 }
 
-// rune checks the multi-byte UTF-8 sequence at b[i] (a byte from 0x80) and
-// returns how many bytes to step over.
-func (n *strictNote) rune(b []byte, i int) int {
-	r, size := utf8.DecodeRune(b[i:])
-	if r == utf8.RuneError && size <= 1 {
-		n.fail(i, "invalid UTF-8", true)
-		return 1
+// text checks the run of plain string bytes that starts at b[i], a byte
+// from 0x80, up to the next quote, backslash or control character, and
+// returns where the run ends. utf8.Valid reads the whole run at once, so
+// text that mixes ASCII and other characters costs little more than ASCII.
+func (n *strictNote) text(b []byte, i int) int {
+	j := i
+	for j < len(b) {
+		for len(b)-j >= 8 && !endsText(binary.LittleEndian.Uint64(b[j:])) {
+			j += 8
+		}
+		if j >= len(b) {
+			break
+		}
+		if c := b[j]; c == '"' || c == '\\' || c < 0x20 {
+			break
+		}
+		j++
 	}
-	return size
+	if run := b[i:j]; !utf8.Valid(run) {
+		at := i
+		for {
+			r, size := utf8.DecodeRune(b[at:j])
+			if r == utf8.RuneError && size <= 1 {
+				break
+			}
+			at += size
+		}
+		n.fail(at, "invalid UTF-8", true)
+	}
+	return j
+}
+
+// endsText reports whether any of the eight bytes in x is a quote, a
+// backslash or a control character: hasSpecial without the bytes from 0x80.
+func endsText(x uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	quote := x ^ (ones * '"')
+	slash := x ^ (ones * '\\')
+	return ((quote-ones)&^quote|(slash-ones)&^slash|(x-ones*0x20)&^x)&highs != 0
 }
 
 // escape checks the \uXXXX escape at b[i] (syntax already checked): half a

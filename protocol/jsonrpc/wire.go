@@ -389,7 +389,7 @@ func skipString(b []byte, i int, sn *strictNote) (int, error) {
 		case c < 0x20:
 			return i, errSyntax
 		case c >= utf8.RuneSelf && sn != nil && sn.clean():
-			i += sn.rune(b, i)
+			i = sn.text(b, i)
 		default:
 			i++
 		}
