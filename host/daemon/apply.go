@@ -115,10 +115,10 @@ func (d *Daemon) checkByPackages(ctx context.Context, cfg *Config) []client.Diag
 				if c.params.Kind == protocol.ValidateBinding {
 					rule = RuleBindingRefused
 				}
-				out[i] = &client.Diagnostic{Path: c.path, Rule: rule, Message: clip(err.Error(), maxRefusalBytes)}
+				out[i] = &client.Diagnostic{Path: c.path, Rule: rule, Message: clip(oneLine(err.Error()), maxRefusalBytes)}
 			default:
 				out[i] = &client.Diagnostic{Path: c.path, Rule: RuleExtensionUnavailbl,
-					Message: clip(fmt.Sprintf("package %s could not validate it: %v", c.pkg.pkg.Name, err), maxRefusalBytes)}
+					Message: clip(oneLine(fmt.Sprintf("package %s could not validate it: %v", c.pkg.pkg.Name, err)), maxRefusalBytes)}
 			}
 		})
 	}
@@ -130,6 +130,17 @@ func (d *Daemon) checkByPackages(ctx context.Context, cfg *Config) []client.Diag
 		}
 	}
 	return ds
+}
+
+// oneLine is a package's message as one line: control characters (a
+// newline that would forge a second log line included) become spaces.
+func oneLine(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)
 }
 
 func clip(s string, n int) string {

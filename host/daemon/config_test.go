@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -225,3 +226,11 @@ func FuzzParseConfig(f *testing.F) {
 }
 
 func testPackage(m *protocol.Manifest) host.Package { return host.Package{Name: m.Name, Manifest: m} }
+
+func TestRefusalMessagesAreOneClippedLine(t *testing.T) {
+	got := clip(oneLine("bad\nforged: line\x1b[31m"+strings.Repeat("é", 400)), maxRefusalBytes)
+	assert.NotContains(t, got, "\n")
+	assert.NotContains(t, got, "\x1b")
+	assert.LessOrEqual(t, len(got), maxRefusalBytes+len("…"))
+	assert.True(t, utf8.ValidString(got))
+}
