@@ -1,0 +1,31 @@
+// Package daemon is the composition root behind `open-conduit serve` and
+// certification: one function (Open) composes the SQLite store in the
+// state directory, the runtime engine over it, every discovered package
+// (installed under <config>/extensions/, then bundled beside the binary,
+// checked for conflicts as one set) as a supervised host.Process with its
+// host.Service and the host.Remote adapters registered into the engine,
+// the operator's configuration and the management API on
+// <state>/api.sock.
+//
+// The configuration (config.json, Config) is read strictly and validated
+// whole: every reference against what the admitted packages declare, and
+// every entry, route config, binding, executor config and connection by
+// its own package's validate, with every diagnostic reported (path, rule,
+// message). A valid document is applied as a numbered generation stored
+// in the reserved core.daemon namespace: each package is configured again
+// with its part (secret names only) and the engine's tables are replaced
+// at once (runtime.Engine.Reconfigure), without a restart; running
+// executions go on. A refused document changes nothing.
+//
+// One daemon holds a state directory (an flock on <state>/lock naming its
+// PID). Close shuts down in order: the API, the engine's observation (runs
+// go on), shutdown to every package at once, the running executions'
+// leases released for the next daemon to adopt (executor.recover), the
+// store.
+//
+//	d, err := daemon.Open(ctx, daemon.Options{ConfigDir: cfg, StateDir: state, BundledDir: bundled})
+//	if err != nil { … }
+//	go d.Run(ctx)        // until ctx ends
+//	…
+//	err = d.Close(context.Background())
+package daemon
