@@ -617,3 +617,15 @@ func ignore(err, want error) error {
 	}
 	return err
 }
+
+// TestConfigViewRedactsSecretReferences: what GET /v1/config serves names
+// a connection's secrets but never the text of their references.
+func TestConfigViewRedactsSecretReferences(t *testing.T) {
+	d := &Daemon{current: &Config{Connections: []ConnectionConfig{{Name: "gh", Type: "github",
+		SecretRefs: map[string]string{"token": "env:GITHUB_TOKEN", "key": "file:/etc/secret/key"}}}}}
+	doc, _ := d.Config()
+	assert.NotContains(t, string(doc), "GITHUB_TOKEN")
+	assert.NotContains(t, string(doc), "/etc/secret/key")
+	assert.NotContains(t, string(doc), "env:")
+	assert.Contains(t, string(doc), `"token"`, "the secret's name stays")
+}
