@@ -103,7 +103,6 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 	st := d.Status(ctx)
-	fmt.Fprintf(stdout, "open-conduit serve: ready (pid %d, generation %d)\n", os.Getpid(), st.Generation.Number)
 	fmt.Fprintf(stdout, "  config:   %s\n", filepath.Join(st.Paths.Config, daemon.ConfigFile))
 	fmt.Fprintf(stdout, "  state:    %s\n", st.Paths.State)
 	fmt.Fprintf(stdout, "  API:      %s\n", st.Paths.Socket)
@@ -116,6 +115,8 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	for _, p := range st.Packages {
 		fmt.Fprintf(stdout, "  package:  %s %s (%s, %s)\n", p.Name, p.Version, p.Origin, p.State)
 	}
+	// Last, so a reader that waits for it has the lines above.
+	fmt.Fprintf(stdout, "open-conduit serve: ready (pid %d, generation %d)\n", os.Getpid(), st.Generation.Number)
 
 	runDone := make(chan error, 1)
 	go func() { runDone <- d.Run(ctx) }()

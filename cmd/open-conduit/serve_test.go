@@ -55,7 +55,7 @@ func TestServeWithoutConfigRunsTheEmptyConfiguration(t *testing.T) {
 	assert.Zero(t, st.Generation.Number, "nothing applied: generation 0")
 	assert.Equal(t, d.StateDir, st.Paths.State)
 	assert.Equal(t, filepath.Join(d.StateDir, "api.sock"), st.Paths.Socket)
-	assert.Contains(t, d.Stderr(), "no configuration file: running the empty configuration")
+	assert.NoError(t, d.WaitStderr("no configuration file: running the empty configuration"), "it says so")
 	assert.Contains(t, d.Stdout(), "API:      "+st.Paths.Socket)
 
 	info, err := os.Stat(st.Paths.Socket)

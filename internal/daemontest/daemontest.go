@@ -29,7 +29,8 @@ import (
 	"github.com/open-conduit/open-conduit/client"
 )
 
-// ReadyLine begins the line serve prints once its API answers.
+// ReadyLine begins the line serve prints once its API answers, after
+// the lines that say where its parts are.
 const ReadyLine = "open-conduit serve: ready"
 
 // Timeout bounds a start and a stop.
