@@ -498,11 +498,11 @@ func (s *session) get(ctx context.Context, t *Target) (Package, error) {
 	return p, nil
 }
 
-// readManifest reads the manifest file for naming an invalid package; nil
-// when it cannot be read.
+// readManifest reads the manifest file for naming an invalid package, no
+// more than the size limit of it; nil when it cannot be read or is too big.
 func readManifest(dir string) []byte {
-	data, err := os.ReadFile(filepath.Join(dir, protocol.ManifestFile))
-	if err != nil || len(data) > protocol.MaxManifestBytes {
+	data, err := protocol.ReadManifestFile(filepath.Join(dir, protocol.ManifestFile))
+	if err != nil {
 		return nil
 	}
 	return data
