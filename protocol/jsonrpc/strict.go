@@ -41,8 +41,8 @@ func (n *strictNote) fail(at int, what string, inText bool) {
 
 // text checks the run of plain string bytes that starts at b[i], a byte
 // from 0x80, up to the next quote, backslash or control character, and
-// returns where the run ends. utf8.Valid reads the whole run at once, so
-// text that mixes ASCII and other characters costs little more than ASCII.
+// returns where the run ends. The run's end is found eight bytes at a
+// time and its UTF-8 checked by one utf8.Valid (BenchmarkParseMessage).
 func (n *strictNote) text(b []byte, i int) int {
 	j := i
 	for j < len(b) {
