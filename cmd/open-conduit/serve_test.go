@@ -324,3 +324,13 @@ func TestServeAcceptsObjectsOfAPackageWithoutValidate(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), gen.Number)
 }
+
+func TestServeStopsInOrderOnSIGINT(t *testing.T) {
+	d := daemontest.Start(t, daemontest.Options{Binary: daemonBinary(t), Packages: []string{notesDir}})
+	require.NoError(t, d.Signal(syscall.SIGINT))
+	require.NoError(t, d.Wait(), "SIGINT ends serve with status 0")
+	assert.Contains(t, d.Stdout(), "open-conduit serve: stopped")
+	log, err := os.ReadFile(filepath.Join(d.StateDir, "logs", "extensions", "notes.log"))
+	require.NoError(t, err)
+	assert.Contains(t, string(log), "open-conduit: closed")
+}

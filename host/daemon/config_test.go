@@ -234,3 +234,18 @@ func TestRefusalMessagesAreOneClippedLine(t *testing.T) {
 	assert.LessOrEqual(t, len(got), maxRefusalBytes+len("…"))
 	assert.True(t, utf8.ValidString(got))
 }
+
+// The configuration view keeps the secret keys and drops the references.
+func TestDaemonConfigRedactsSecretReferences(t *testing.T) {
+	cfg, ds := ParseConfig([]byte(validConfig))
+	require.Empty(t, ds)
+	d := &Daemon{current: cfg, gen: client.Generation{Number: 4}}
+	view, gen := d.Config()
+	assert.Equal(t, int64(4), gen.Number)
+	assert.NotContains(t, string(view), "GH_TOKEN")
+	assert.NotContains(t, string(view), "/run/secrets")
+	var back Config
+	require.NoError(t, json.Unmarshal(view, &back))
+	assert.Equal(t, map[string]string{"token": "<redacted>", "key": "<redacted>"}, back.Connections[0].SecretRefs)
+	assert.Equal(t, "env:GH_TOKEN", cfg.Connections[0].SecretRefs["token"], "the configuration in force is untouched")
+}
