@@ -159,6 +159,10 @@ func ParseConfig(doc []byte) (*Config, []client.Diagnostic) {
 	if len(strings.TrimSpace(string(doc))) == 0 {
 		return &Config{}, nil
 	}
+	if len(doc) > MaxConfigBytes {
+		return nil, []client.Diagnostic{{Path: "$", Rule: RuleJSON,
+			Message: fmt.Sprintf("the configuration is %d bytes, over the %d allowed", len(doc), MaxConfigBytes)}}
+	}
 	var c Config
 	if err := protocol.DecodeStrict(doc, &c); err != nil {
 		d := client.Diagnostic{Path: "$", Rule: RuleJSON, Message: err.Error()}

@@ -121,6 +121,14 @@ func keys(ds []client.Diagnostic) []string {
 	return out
 }
 
+func TestOversizedDocumentIsRefused(t *testing.T) {
+	doc := []byte(`{"scopes": [{"id": "a", "title": "` + strings.Repeat("x", MaxConfigBytes) + `"}]}`)
+	_, ds := ParseConfig(doc)
+	require.Len(t, ds, 1)
+	assert.Equal(t, RuleJSON, ds[0].Rule)
+	assert.Contains(t, ds[0].Message, "configuration is")
+}
+
 func TestEmptyDocumentIsTheEmptyConfiguration(t *testing.T) {
 	for _, doc := range []string{"", "  \n", "{}"} {
 		cfg, ds := ParseConfig([]byte(doc))
