@@ -190,6 +190,37 @@ type IngressPushResult struct {
 	Events []EventDraft `json:"events,omitempty"`
 }
 
+// WebhookHandleParams is one HTTP request under a webhook path the
+// extension registered in configure. The extension verifies it (a
+// signature over Body, say) and answers the Events it yields; the host
+// answers the sender 2xx only once every one of them is durably
+// accepted, and a refusal (an error coded invalid, unauthorized,
+// not_found or conflict) 4xx with the error's message.
+type WebhookHandleParams struct {
+	// Method is the request's HTTP method.
+	Method string `json:"method"`
+	// Path is the request's path, at or under WebhookPath.
+	Path string `json:"path"`
+	// WebhookPath is the registered path that covers Path.
+	WebhookPath string `json:"webhook_path"`
+	// Query is the request's raw query, without the "?".
+	Query string `json:"query,omitempty"`
+	// Headers are the request's headers, canonically keyed.
+	Headers map[string][]string `json:"headers,omitempty"`
+	// Body is the request's body, base64 on the wire; the host bounds it.
+	Body []byte `json:"body,omitempty"`
+	// ReceivedAt is when the host received it.
+	ReceivedAt time.Time `json:"received_at,omitzero"`
+}
+
+// WebhookHandleResult is the Events a verified request yields. Each names
+// a source the extension registered and a family of that source; none is
+// an acknowledged no-op.
+type WebhookHandleResult struct {
+	// Events are accepted together, all or none.
+	Events []EventDraft `json:"events,omitempty"`
+}
+
 // IngressReconcileParams asks a source for one page of its items.
 type IngressReconcileParams struct {
 	// Type is the extension type of the source's entry.
@@ -818,6 +849,7 @@ var messageShapes = map[string]methodShape{
 	"ingress.push":      {IngressPushParams{}, IngressPushResult{}},
 	"ingress.reconcile": {IngressReconcileParams{}, IngressReconcileResult{}},
 	"ingress.deliver":   {IngressDeliverParams{}, IngressDeliverResult{}},
+	"webhook.handle":    {WebhookHandleParams{}, WebhookHandleResult{}},
 
 	"operation.call":    {OperationCallParams{}, OperationCallResult{}},
 	"operation.wait":    {OperationWaitParams{}, OperationWaitResult{}},
