@@ -56,6 +56,12 @@ func checkExtension(ext *Extension, m *protocol.Manifest) error {
 	}
 	sameKeys("route handler", routes, slices.Collect(maps.Keys(ext.Routes)))
 
+	webhooks := false
+	for _, x := range p.Extensions {
+		webhooks = webhooks || x.Webhooks
+	}
+	need(ext.Webhook != nil, webhooks, "webhooks (an extension type with webhooks)")
+
 	var ingress []string
 	for _, x := range p.Extensions {
 		if x.Ingress {

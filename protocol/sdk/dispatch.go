@@ -62,6 +62,8 @@ func init() {
 			return in.Reconcile(ctx, s.host, p)
 		}),
 
+		"webhook.handle": serveWith(serveWebhook),
+
 		"operation.call": serveWith(func(s *server, ctx context.Context, p protocol.OperationCallParams) (protocol.OperationCallResult, error) {
 			op, err := operation(s, p.Operation, protocol.OperationKindHandler)
 			if err != nil {

@@ -32,10 +32,10 @@ type Upcaster func(payload json.RawMessage) (json.RawMessage, error)
 // always a declaration. Maps are keyed by the names the manifest declares.
 //
 // The SDK serves the lifecycle, routes, ingress push and reconcile,
-// operations (with their dependency filters and emission commits),
-// recurrences, work-kind triggers, executors, tasks and checks. A manifest
-// that enables any other host-to-extension surface (webhook.handle,
-// providers, targets, probes, tunnels …) is refused when serving starts;
+// webhooks, operations (with their dependency filters and emission
+// commits), recurrences, work-kind triggers, executors, tasks and checks.
+// A manifest that enables any other host-to-extension surface (providers,
+// targets, probes, tunnels …) is refused when serving starts;
 // validate, which every manifest enables, checks the object's type
 // against the manifest and then asks Validate; event.render is answered
 // method_not_found, so the host falls back to what it does without it.
@@ -77,6 +77,14 @@ type Extension struct {
 	// extension's own never reach them and are answered deterministically
 	// (no match, false, the first input).
 	Upcasters map[string]Upcaster
+
+	// Webhook verifies and turns into Events a request under one of the
+	// webhook paths Configure registered (webhook.handle); set exactly when
+	// an extension type of the manifest declares webhooks. Return a
+	// *protocol.Error coded unauthorized (a bad signature) or invalid (a
+	// malformed body) to refuse the request: the host answers its sender
+	// 4xx with the message and accepts nothing.
+	Webhook Func[protocol.WebhookHandleParams, protocol.WebhookHandleResult]
 
 	// Routes are the route handlers, by handler name.
 	Routes map[string]Route
