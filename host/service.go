@@ -91,6 +91,8 @@ type generation struct {
 	// scopeConnections: per scope, the connections its entries and
 	// bindings name that the extension may resolve there.
 	scopeConnections map[string]map[string]bool
+	// webhooks are the webhook paths it registered.
+	webhooks []string
 }
 
 // NewService binds a service to the extension cfg.Manifest describes.
@@ -149,6 +151,7 @@ func (s *Service) setGeneration(params protocol.ConfigureParams, res protocol.Co
 	for _, src := range res.Sources {
 		g.sources[src.Name] = src
 	}
+	g.webhooks = slices.Clone(res.WebhookPaths)
 	s.mu.Lock()
 	s.gen = g
 	s.mu.Unlock()
