@@ -94,6 +94,10 @@ func Release(n int) *sdk.Extension {
 	if x.layout > 0 {
 		ext.Migrate = x.migrate
 	}
+	if n == 3 {
+		// Release 3 serves signed webhooks (its manifest declares them).
+		ext.Webhook = x.webhook
+	}
 	return ext
 }
 
@@ -110,6 +114,9 @@ type extension struct {
 	stateDir string
 	entries  map[string]entry // by source name
 	dryRun   bool
+	// secrets caches each webhook connection's secret for the generation
+	// (configure clears it), so a delivery costs no secret.resolve.
+	secrets map[string][]byte
 }
 
 // entry is one configured notes entry.
@@ -119,6 +126,11 @@ type entry struct {
 	Source  string
 	Store   Store
 	Digest  string // HH:MM UTC, "" for none
+	// Connection is the notes-webhook connection whose secret signs the
+	// entry's webhook deliveries; "" serves no webhook.
+	Connection string
+	// WebhookPath is where its signed deliveries arrive, "" for none.
+	WebhookPath string
 }
 
 // entryConfig is a notes entry's config object.
@@ -175,13 +187,18 @@ func (x *extension) configure(ctx context.Context, host *sdk.Host, p protocol.Co
 			dir = filepath.Join(stateDir, dir)
 		}
 		e := entry{ScopeID: ce.ScopeID, ID: ce.ID, Source: SourceName(ce.ScopeID, ce.ID), Store: Store{Dir: dir}, Digest: cfg.Digest}
+		if webhookConnection(p.Connections, ce.Connection) {
+			e.Connection, e.WebhookPath = ce.Connection, WebhookPath(ce.ScopeID, ce.ID)
+			res.WebhookPaths = append(res.WebhookPaths, e.WebhookPath)
+		}
 		entries[e.Source] = e
 		res.Sources = append(res.Sources, protocol.SourceDecl{Name: e.Source, ScopeID: e.ScopeID,
 			Families: []string{FamilyNote}, Reconcile: true})
 	}
 	slices.SortFunc(res.Sources, func(a, b protocol.SourceDecl) int { return strings.Compare(a.Name, b.Name) })
+	slices.Sort(res.WebhookPaths)
 	x.mu.Lock()
-	x.entries, x.dryRun = entries, p.DryRun
+	x.entries, x.dryRun, x.secrets = entries, p.DryRun, nil
 	x.mu.Unlock()
 	return res, nil
 }
@@ -253,22 +270,31 @@ func (x *extension) push(ctx context.Context, host *sdk.Host, p protocol.Ingress
 	if _, err := x.source(p.Source); err != nil {
 		return protocol.IngressPushResult{}, err
 	}
-	var d Delivery
-	if err := json.Unmarshal(p.Delivery.Body, &d); err != nil {
-		return protocol.IngressPushResult{}, protocol.Errorf(protocol.CodeInvalid, "delivery body: %v", err)
+	events, err := x.drafts(p.Source, p.Delivery.Body)
+	if err != nil {
+		return protocol.IngressPushResult{}, err
 	}
-	var res protocol.IngressPushResult
+	return protocol.IngressPushResult{Events: events}, nil
+}
+
+// drafts are the Events of a delivery body (Delivery) to a source.
+func (x *extension) drafts(source string, body []byte) ([]protocol.EventDraft, error) {
+	var d Delivery
+	if err := json.Unmarshal(body, &d); err != nil {
+		return nil, protocol.Errorf(protocol.CodeInvalid, "delivery body: %v", err)
+	}
+	var events []protocol.EventDraft
 	for _, r := range d.Notes {
 		if err := validID(r.ID); err != nil || r.Rev == "" {
-			return protocol.IngressPushResult{}, protocol.Errorf(protocol.CodeInvalid, "delivery: note %q needs a plain id and a rev", r.ID)
+			return nil, protocol.Errorf(protocol.CodeInvalid, "delivery: note %q needs a plain id and a rev", r.ID)
 		}
-		ev, err := x.draft(p.Source, r)
+		ev, err := x.draft(source, r)
 		if err != nil {
-			return protocol.IngressPushResult{}, err
+			return nil, err
 		}
-		res.Events = append(res.Events, ev)
+		events = append(events, ev)
 	}
-	return res, nil
+	return events, nil
 }
 
 // defaultPage is the page size when the host names none.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/open-conduit/open-conduit/protocol"
 )
@@ -37,6 +38,20 @@ func validate(_ context.Context, p protocol.ValidateParams) (protocol.ValidateRe
 			return protocol.ValidateResult{}, protocol.Errorf(protocol.CodeInvalid, "route config: %v", err)
 		}
 		return protocol.ValidateResult{Describe: []string{"Work for each note"}}, nil
+	case protocol.ValidateConnection:
+		// A notes-webhook connection is its secret alone.
+		if err := strictObject(p.Config, &struct{}{}); err != nil {
+			return protocol.ValidateResult{}, protocol.Errorf(protocol.CodeInvalid, "a %s connection takes no config: %v", ConnectionWebhook, err)
+		}
+		if !slices.Contains(p.SecretNames, SecretKey) {
+			return protocol.ValidateResult{}, protocol.Errorf(protocol.CodeInvalid, "a %s connection needs secret_refs.%s", ConnectionWebhook, SecretKey)
+		}
+		for _, n := range p.SecretNames {
+			if n != SecretKey {
+				return protocol.ValidateResult{}, protocol.Errorf(protocol.CodeInvalid, "a %s connection has one secret, %s; not %q", ConnectionWebhook, SecretKey, n)
+			}
+		}
+		return protocol.ValidateResult{Describe: []string{"the secret that signs webhook deliveries"}}, nil
 	}
 	return protocol.ValidateResult{}, nil
 }
