@@ -173,6 +173,17 @@ func (c *Client) Reconcile(ctx context.Context, source string) (ReconcileResult,
 	return out, c.do(ctx, "POST", "/v1/sources/"+url.PathEscape(source)+"/reconcile", nil, nil, &out)
 }
 
+// Doctor runs the daemon's doctor: its own checks and every check its
+// packages declare; deep asks for their thorough forms.
+func (c *Client) Doctor(ctx context.Context, deep bool) (DoctorReport, error) {
+	v := url.Values{}
+	if deep {
+		v.Set("deep", "true")
+	}
+	var out DoctorReport
+	return out, c.do(ctx, "GET", "/v1/doctor", v, nil, &out)
+}
+
 func setString(v url.Values, name, s string) {
 	if s != "" {
 		v.Set(name, s)

@@ -386,3 +386,37 @@ type Change struct {
 	// Work is set for ChangeWork: the Work as of this change.
 	Work *Work `json:"work,omitempty"`
 }
+
+// The statuses of a doctor check, from best to worst.
+const (
+	CheckOK   = "ok"
+	CheckInfo = "info"
+	CheckWarn = "warn"
+	CheckFail = "fail"
+)
+
+// DoctorCheck is one check of GET /v1/doctor.
+type DoctorCheck struct {
+	// Name is the check's name: one of the daemon's own ("extensions",
+	// "store", "lock", "telemetry"), or a package's check under the
+	// spec's naming (the check's name when it is the package's name or
+	// starts with "<package>_" or "<package>-", else "<package>_<check>").
+	Name string `json:"name"`
+	// Package declares the check; empty for the daemon's own.
+	Package string `json:"package,omitempty"`
+	// Status is CheckOK, CheckInfo, CheckWarn or CheckFail.
+	Status string `json:"status"`
+	// Code is a stable code for the finding, such as
+	// "extension_check_failed".
+	Code   string   `json:"code,omitempty"`
+	Detail string   `json:"detail,omitempty"`
+	Items  []string `json:"items,omitempty"`
+}
+
+// DoctorReport is GET /v1/doctor[?deep=true]: every check, the daemon's
+// own first, then the packages' by name.
+type DoctorReport struct {
+	// OK is false when any check's status is CheckFail.
+	OK     bool          `json:"ok"`
+	Checks []DoctorCheck `json:"checks"`
+}

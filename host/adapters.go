@@ -183,21 +183,5 @@ func (r *Remote) Check() runtime.Check { return remoteCheck{r} }
 type remoteCheck struct{ r *Remote }
 
 func (c remoteCheck) Run(ctx context.Context, name string, deep bool) (runtime.CheckResult, error) {
-	var res protocol.CheckRunResult
-	if err := c.r.conn.Call(ctx, "check.run", protocol.CheckRunParams{Check: name, Deep: deep}, &res); err != nil {
-		return runtime.CheckResult{}, protocolToRuntime(err)
-	}
-	out := runtime.CheckResult{Code: res.Code, Detail: res.Detail, Items: res.Items}
-	switch res.Status {
-	case "":
-		out.Status = runtime.CheckOK
-		if !res.OK {
-			out.Status, out.Code = runtime.CheckWarn, "extension_check_failed"
-		}
-	case protocol.CheckOK, protocol.CheckInfo, protocol.CheckWarn, protocol.CheckFail:
-		out.Status = runtime.CheckStatus(res.Status)
-	default:
-		out.Status, out.Code = runtime.CheckWarn, "extension_check_invalid"
-	}
-	return out, nil
+	return c.r.RunCheck(ctx, protocol.CheckRunParams{Check: name, Deep: deep})
 }

@@ -66,6 +66,13 @@ var commands = []command{
 		run:     configApplyCommand,
 	},
 	{
+		name:    "config check",
+		args:    "[--config DIR] [--json]",
+		summary: "check a configuration offline: no daemon, no store",
+		details: configCheckDetails,
+		run:     configCheckCommand,
+	},
+	{
 		name:    "config show",
 		args:    "[flags]",
 		summary: "print the running configuration, secrets redacted",
@@ -78,6 +85,13 @@ var commands = []command{
 		summary: "check a configuration against the running daemon",
 		details: "Exit status 1 also when FILE is invalid; every problem is listed with its JSON path.\n\nflags:\n" + opsFlagsHelp + opsExitHelp,
 		run:     configValidateCommand,
+	},
+	{
+		name:    "doctor",
+		args:    "[--deep] [flags]",
+		summary: "run the daemon's checks and every check its packages declare",
+		details: doctorDetails,
+		run:     doctorCommand,
 	},
 	{
 		name:    "events",

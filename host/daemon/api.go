@@ -44,6 +44,9 @@ type apiBackend interface {
 	Changed() <-chan struct{}
 	// Logger hears failures the API does not show its caller.
 	Logger() *slog.Logger
+	// Doctor runs the daemon's checks and its packages' (deep: their
+	// thorough forms).
+	Doctor(ctx context.Context, deep bool) client.DoctorReport
 }
 
 // Bounds of what a request may carry.
@@ -88,6 +91,7 @@ var apiRoutes = []apiRoute{
 	{"POST", "/v1/config/validate", nil, (*api).validateConfig},
 	{"POST", "/v1/config/apply", nil, (*api).applyConfig},
 	{"GET", "/v1/changes", []string{"after", "scope"}, (*api).changes},
+	{"GET", "/v1/doctor", []string{"deep"}, (*api).doctor},
 }
 
 // api serves the management API over one backend.

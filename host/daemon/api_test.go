@@ -596,6 +596,7 @@ func TestClientCoversEveryRoute(t *testing.T) {
 		func() error { _, err := c.ValidateConfig(ctx, []byte(`{}`)); return err },
 		func() error { _, err := c.ApplyConfig(ctx, []byte(`{}`)); return err },
 		func() error { _, err := c.CancelWork(ctx, work, "covered"); return err },
+		func() error { _, err := c.Doctor(ctx, true); return err },
 		func() error {
 			_, err := c.WaitFor(ctx, client.ChangeQuery{}, func(client.Change) bool { return true })
 			return err
