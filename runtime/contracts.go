@@ -294,6 +294,11 @@ type RunRequest struct {
 	// PersistRecovery must receive the metadata Recover needs before the
 	// run can be adopted after a crash.
 	PersistRecovery RecoveryPersister
+	// Config is the binding's executor config.
+	Config json.RawMessage
+	// Toolbelt is the attempt's toolbelt endpoint and token (empty when
+	// the binding grants none).
+	Toolbelt RunToolbelt
 }
 
 // RecoverRequest adopts a run after its executor restarted.
@@ -304,6 +309,10 @@ type RecoverRequest struct {
 	Work            Work
 	Recovery        json.RawMessage
 	PersistRecovery RecoveryPersister
+	// Config is the binding's executor config; Toolbelt the attempt's
+	// toolbelt at its new epoch (the token of the earlier epoch is dead).
+	Config   json.RawMessage
+	Toolbelt RunToolbelt
 }
 
 // RunResult is how a run ended.

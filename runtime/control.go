@@ -12,6 +12,23 @@ import (
 // operations. An execution that is not running (ended, superseded) has no
 // authority: ErrUnauthorized.
 func (e *Engine) Authority(ctx context.Context, executionID string) (Authority, error) {
+	return e.authority(ctx, executionID, 0)
+}
+
+// AuthorityAt is Authority for a caller that names the execution at an
+// epoch, as a run's toolbelt token does: the token of an earlier epoch is
+// refused (ErrUnauthorized) even while the execution runs under a later
+// one, so a run adopted by another observer leaves its old token dead.
+func (e *Engine) AuthorityAt(ctx context.Context, executionID string, epoch int64) (Authority, error) {
+	if epoch <= 0 {
+		return Authority{}, fmt.Errorf("%w: execution %s at epoch %d", ErrUnauthorized, executionID, epoch)
+	}
+	return e.authority(ctx, executionID, epoch)
+}
+
+// authority establishes an execution's Authority; epoch, when not 0, must
+// be the execution's current one.
+func (e *Engine) authority(ctx context.Context, executionID string, epoch int64) (Authority, error) {
 	var a Authority
 	err := e.store.View(ctx, func(r ReadTx) error {
 		x, err := r.Execution(executionID)
@@ -27,6 +44,9 @@ func (e *Engine) Authority(ctx context.Context, executionID string) (Authority, 
 		}
 		if l.Epoch != x.Epoch || l.Released {
 			return fmt.Errorf("%w: execution %s holds a superseded lease", ErrUnauthorized, executionID)
+		}
+		if epoch != 0 && epoch != x.Epoch {
+			return fmt.Errorf("%w: execution %s runs at epoch %d, not %d", ErrUnauthorized, executionID, x.Epoch, epoch)
 		}
 		w, err := r.Work(x.WorkID)
 		if err != nil {

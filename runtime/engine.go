@@ -51,6 +51,11 @@ type Binding struct {
 	// executions.
 	Connection string
 	Operations []string
+	// Config is the binding's executor config, given to each run as is.
+	Config json.RawMessage
+	// Toolbelt gives the binding's runs the toolbelt: each attempt gets
+	// an endpoint and a token from Config.Toolbelt.
+	Toolbelt bool
 }
 
 // Emitter is an extension's emission authority.
@@ -111,8 +116,13 @@ type Config struct {
 	Holder string
 	// LeaseTTL is an execution lease's lifetime; default one hour. The
 	// scheduler supersedes a lease when it starts or adopts an attempt,
-	// so the TTL bounds only other holders.
+	// and the observer renews it every third of the TTL while the run is
+	// alive, so the TTL bounds only how long a dead observer's lease holds
+	// off another holder.
 	LeaseTTL time.Duration
+	// Toolbelt, optional, issues the toolbelt endpoint and token of each
+	// attempt whose binding grants the toolbelt.
+	Toolbelt ToolbeltIssuer
 
 	Sources     map[string]Source         // by source name
 	Routes      map[string][]Route        // by scope ID, in order

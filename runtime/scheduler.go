@@ -123,6 +123,7 @@ var errNotStarted = errors.New("work changed; not started")
 type attempt struct {
 	exec     Execution
 	work     Work
+	binding  Binding
 	executor Executor
 	pool     string
 }
@@ -186,13 +187,22 @@ func (e *Engine) start(ctx context.Context, c *engineConf, w Work, pool string) 
 	if err != nil {
 		return Execution{}, err
 	}
-	a := &attempt{exec: x, work: w, executor: executor, pool: pool}
+	a := &attempt{exec: x, work: w, binding: binding, executor: executor, pool: pool}
 	// The attempt is observed from here on, so Drain waits for it even
 	// while Run is still being called.
 	e.observers.Add(1)
+	toolbelt, err := c.issueToolbelt(binding, x.ID, x.Epoch)
+	if err != nil {
+		go func() {
+			defer e.observers.Done()
+			e.settle(a, RunResult{State: ExecutionFailed, Error: err.Error()})
+		}()
+		return x, nil
+	}
 	req := RunRequest{
 		ExecutionID: x.ID, Attempt: x.Attempt, Epoch: x.Epoch, Work: w,
 		Trigger: trigger, Inputs: inputs, PersistRecovery: e.persister(x.ID, x.Epoch),
+		Config: binding.Config, Toolbelt: toolbelt,
 	}
 	var handle RunHandle
 	if r, ok := executor.(Resumer); ok && len(previous) > 0 {
@@ -224,9 +234,12 @@ func (e *Engine) start(ctx context.Context, c *engineConf, w Work, pool string) 
 		e.report(fmt.Errorf("execution %s: mark running: %w", x.ID, err))
 	}
 	a.exec = x
+	// Renewing starts before the call returns, so the lease is kept from
+	// the moment the run is known to be alive.
+	o := e.beginObservation(a)
 	go func() {
 		defer e.observers.Done()
-		e.observe(a, handle)
+		e.observe(a, handle, o)
 	}()
 	return x, nil
 }
@@ -269,12 +282,24 @@ const maxRecoveries = 3
 // not the run's failure: the run is recovered from its persisted metadata;
 // a run that cannot be adopted is stopped, the stop confirmed, and the
 // Work retried.
-func (e *Engine) observe(a *attempt, h RunHandle) {
-	ctx := e.observeCtx
+//
+// While it observes, the observer renews the attempt's lease (keepLease),
+// so a live run's lease never lapses for another holder to take. A renewal
+// that finds the lease superseded ends the observation at once: another
+// holder observes the run now, and this observer writes nothing more for
+// it (its fenced writes would be refused anyway).
+func (e *Engine) observe(a *attempt, h RunHandle, o *observation) {
+	defer o.end()
+	ctx, stopRenewing := o.ctx, o.stopRenewing
 	for recoveries := 0; ; {
 		res, err := h.Wait(ctx)
+		if o.lost() {
+			e.release(a.pool) // another holder has the run
+			return
+		}
 		switch {
 		case err == nil:
+			stopRenewing() // settle releases the lease
 			e.settle(a, res)
 			return
 		case ctx.Err() != nil:
@@ -282,16 +307,19 @@ func (e *Engine) observe(a *attempt, h RunHandle) {
 			return
 		case errors.Is(err, ErrExecutorCrashed):
 			if recoveries++; recoveries > maxRecoveries {
+				stopRenewing()
 				e.stopAndRetry(ctx, a, fmt.Errorf("%w: executor crashed %d times in one attempt", ErrNotAdoptable, recoveries))
 				return
 			}
 			next, rerr := e.recoverRun(ctx, a)
 			if rerr != nil {
+				stopRenewing()
 				e.stopAndRetry(ctx, a, rerr)
 				return
 			}
 			h = next
 		default:
+			stopRenewing()
 			e.settle(a, RunResult{State: ExecutionFailed, Error: "wait: " + err.Error()})
 			return
 		}
@@ -313,9 +341,16 @@ func (e *Engine) recoverRun(ctx context.Context, a *attempt) (RunHandle, error) 
 	if len(x.Recovery) == 0 {
 		return nil, fmt.Errorf("%w: execution %s persisted no recovery metadata", ErrNotAdoptable, x.ID)
 	}
+	// A recovered run gets a token for its epoch: the one it had before
+	// is refused from now on.
+	toolbelt, err := e.conf().issueToolbelt(a.binding, x.ID, x.Epoch)
+	if err != nil {
+		return nil, err
+	}
 	return a.executor.Recover(ctx, RecoverRequest{
 		ExecutionID: x.ID, Attempt: x.Attempt, Epoch: x.Epoch, Work: a.work,
 		Recovery: x.Recovery, PersistRecovery: e.persister(x.ID, x.Epoch),
+		Config: a.binding.Config, Toolbelt: toolbelt,
 	})
 }
 
@@ -496,18 +531,24 @@ func (e *Engine) adoptOne(ctx context.Context, w Work) (Execution, error) {
 	e.mu.Lock()
 	e.running[pool]++ // adopted runs count even over capacity: they are already running
 	e.mu.Unlock()
-	a := &attempt{exec: x, work: w, executor: c.Executors[binding.Executor], pool: pool}
+	a := &attempt{exec: x, work: w, binding: binding, executor: c.Executors[binding.Executor], pool: pool}
 	e.observers.Add(1)
 	e.adopting.Add(1)
+	o := e.beginObservation(a)
 	go func() {
 		defer e.observers.Done()
-		h, err := e.recoverRun(e.observeCtx, a)
+		h, err := e.recoverRun(o.ctx, a)
 		e.adopting.Done()
 		if err != nil {
+			o.end()
+			if o.lost() {
+				e.release(a.pool)
+				return
+			}
 			e.stopAndRetry(e.observeCtx, a, err)
 			return
 		}
-		e.observe(a, h)
+		e.observe(a, h, o)
 	}()
 	return x, nil
 }
