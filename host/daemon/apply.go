@@ -328,7 +328,8 @@ func (d *Daemon) tables(cfg *Config) runtime.Config {
 			continue
 		}
 		for _, b := range sc.Bindings {
-			rb := runtime.Binding{Executor: b.Executor, Pool: b.Pool, Connection: b.Connection}
+			rb := runtime.Binding{Executor: b.Executor, Pool: b.Pool, Connection: b.Connection,
+				Config: rawObject(b.ExecutorConfig), Toolbelt: b.Toolbelt}
 			if b.Toolbelt {
 				rb.Operations = append(rb.Operations, b.Operations...)
 				for _, ts := range b.Toolsets {

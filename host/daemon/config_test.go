@@ -257,3 +257,23 @@ func TestDaemonConfigRedactsSecretReferences(t *testing.T) {
 	assert.Equal(t, map[string]string{"token": "<redacted>", "key": "<redacted>"}, back.Connections[0].SecretRefs)
 	assert.Equal(t, "env:GH_TOKEN", cfg.Connections[0].SecretRefs["token"], "the configuration in force is untouched")
 }
+
+// The engine's bindings are the enabled scopes' bindings, named
+// scope/binding, with their executor config, toolbelt and grants (a
+// toolset's operations included).
+func TestTablesCarryBindings(t *testing.T) {
+	cfg, ds := ParseConfig([]byte(validConfig))
+	require.Empty(t, ds)
+	d := &Daemon{cat: testCatalogue(t)}
+	tables := d.tables(cfg)
+	b, ok := tables.Bindings["home/jobs"]
+	require.True(t, ok)
+	assert.Equal(t, "runner", b.Executor)
+	assert.JSONEq(t, `{"command":"true"}`, string(b.Config))
+	assert.True(t, b.Toolbelt)
+	assert.Equal(t, []string{"gh.comment", "notes.add"}, b.Operations)
+	assert.Equal(t, "gh-main", b.Connection)
+	require.Len(t, tables.Routes["home"], 1)
+	assert.Equal(t, "home/jobs", tables.Routes["home"][0].Binding)
+	assert.NotContains(t, tables.Routes, "paused", "a disabled scope routes nothing")
+}
