@@ -106,11 +106,7 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "  config:   %s\n", filepath.Join(st.Paths.Config, daemon.ConfigFile))
 	fmt.Fprintf(stdout, "  state:    %s\n", st.Paths.State)
 	fmt.Fprintf(stdout, "  API:      %s\n", st.Paths.Socket)
-	if wh := d.WebhookSetting(); wh.Listen != "" {
-		fmt.Fprintf(stdout, "  webhooks: not served: this build has no webhook listener yet (settings.webhooks.listen is %s)\n", wh.Listen)
-	} else {
-		fmt.Fprintf(stdout, "  webhooks: not served: this build has no webhook listener yet\n")
-	}
+	fmt.Fprintf(stdout, "  webhooks: http://%s\n", st.Paths.Webhook)
 	fmt.Fprintf(stdout, "  logs:     daemon on stderr, packages in %s\n", filepath.Join(st.Paths.Logs, "extensions"))
 	for _, p := range st.Packages {
 		fmt.Fprintf(stdout, "  package:  %s %s (%s, %s)\n", p.Name, p.Version, p.Origin, p.State)

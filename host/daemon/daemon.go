@@ -95,7 +95,8 @@ type Daemon struct {
 
 	listener net.Listener
 	server   *http.Server
-	serving  chan struct{} // closed when the API server has returned
+	serving  chan struct{}    // closed when the API server has returned
+	webhooks *webhookListener // the webhook listener; nil with NoAPI
 }
 
 // pkgRun is one admitted package and its parts.
@@ -261,6 +262,11 @@ func Open(ctx context.Context, opts Options) (d *Daemon, err error) {
 	}
 	if !opts.NoAPI {
 		if err := d.listen(); err != nil {
+			return nil, err
+		}
+		// Where the listener binds is read at start; a later generation's
+		// settings.webhooks.listen takes a restart.
+		if err := d.listenWebhooks(d.WebhookSetting().Listen); err != nil {
 			return nil, err
 		}
 	}
@@ -433,6 +439,11 @@ func (d *Daemon) Close(ctx context.Context) error {
 		<-d.serving
 		_ = os.Remove(SocketPath(d.opts.StateDir))
 	}
+	if d.webhooks != nil {
+		// Requests in flight finish (their Events are accepted or not)
+		// before the packages and the store go.
+		d.webhooks.close(ctx)
+	}
 	if d.engine != nil {
 		d.engine.Close()
 	}
@@ -561,14 +572,15 @@ func (d *Daemon) Paths() client.Paths {
 	if !d.opts.NoAPI {
 		p.Socket = SocketPath(d.opts.StateDir)
 	}
-	// This build has no webhook listener (issue 12 builds it), so the
-	// listener's address is empty whatever settings.webhooks.listen says.
+	if d.webhooks != nil {
+		p.Webhook = d.webhooks.addr()
+	}
 	return p
 }
 
 // WebhookSetting is the configured settings.webhooks (listen and
-// public_url) of the generation in force, which this build validates and
-// sends (public_url) but does not serve.
+// public_url) of the generation in force. The listener binds the listen
+// address in force when the daemon opens (Paths().Webhook says where).
 func (d *Daemon) WebhookSetting() WebhookSettings {
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -1,0 +1,233 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/open-conduit/open-conduit/host"
+	"github.com/open-conduit/open-conduit/protocol"
+	"github.com/open-conduit/open-conduit/runtime"
+)
+
+// DefaultWebhookListen is the listener's address when
+// settings.webhooks.listen is empty: loopback, a port the system picks
+// (status reports it).
+const DefaultWebhookListen = "127.0.0.1:0"
+
+// MaxWebhookBody bounds a webhook request's body: 1 MiB, well under the
+// protocol's message bound once base64 (4/3) and the envelope are added.
+// A larger body is answered 413 and never reaches the package.
+const MaxWebhookBody = 1 << 20
+
+// maxWebhookHeaderBytes bounds a request's headers.
+const maxWebhookHeaderBytes = 64 << 10
+
+// WebhookConcurrency bounds the requests the listener handles at once; one
+// beyond it is answered 503 with Retry-After at once, never queued.
+var WebhookConcurrency = 64
+
+// WebhookTimeout bounds one request from its arrival to its answer: the
+// package's webhook.handle and the durable acceptance of what it yields.
+// A request over it is answered 504 and, if its Events were not yet
+// handed to the store, accepts nothing.
+var WebhookTimeout = 30 * time.Second
+
+// webhookListener serves the packages' webhook paths on loopback HTTP.
+// A request under a path a package registered in its last configure goes
+// to that package's webhook.handle; the sender gets 2xx only once every
+// Event the package yields is durably accepted.
+type webhookListener struct {
+	d        *Daemon
+	listener net.Listener
+	server   *http.Server
+	slots    chan struct{}
+	accept   *groupAcceptor
+	served   chan struct{} // closed when Serve has returned
+}
+
+// listenWebhooks opens the listener on addr (DefaultWebhookListen when
+// empty); the configuration check has already held it to loopback.
+func (d *Daemon) listenWebhooks(addr string) error {
+	if addr == "" {
+		addr = DefaultWebhookListen
+	}
+	if err := checkLoopback(addr); err != nil {
+		return fmt.Errorf("daemon: webhook listener: %w", err)
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("daemon: opening the webhook listener: %w", err)
+	}
+	w := &webhookListener{d: d, listener: l, slots: make(chan struct{}, max(WebhookConcurrency, 1)),
+		accept: newGroupAcceptor(d.store, d.engine), served: make(chan struct{})}
+	w.server = &http.Server{Handler: w, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: WebhookTimeout,
+		MaxHeaderBytes: maxWebhookHeaderBytes}
+	go func() {
+		defer close(w.served)
+		if err := w.server.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			d.log.Error("webhook listener", "err", err)
+		}
+	}()
+	d.webhooks = w
+	d.log.Info("webhook listener", "addr", l.Addr().String())
+	return nil
+}
+
+// addr is where the listener listens.
+func (w *webhookListener) addr() string { return w.listener.Addr().String() }
+
+// close stops taking requests, lets those in flight finish within ctx,
+// then stops the acceptor.
+func (w *webhookListener) close(ctx context.Context) {
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	if err := w.server.Shutdown(sctx); err != nil {
+		w.server.Close()
+	}
+	cancel()
+	<-w.served
+	w.accept.close()
+}
+
+// route finds the package whose registered webhook path covers p (the
+// longest such path: a path covers the paths beneath it).
+func (w *webhookListener) route(p string) (*pkgRun, string) {
+	var best *pkgRun
+	bestPath := ""
+	for _, pr := range w.d.pkgs {
+		for _, wp := range pr.svc.WebhookPaths() {
+			if (p == wp || strings.HasPrefix(p, wp+"/")) && len(wp) > len(bestPath) {
+				best, bestPath = pr, wp
+			}
+		}
+	}
+	return best, bestPath
+}
+
+// webhookAnswer is the JSON body of every answer.
+type webhookAnswer struct {
+	Accepted int            `json:"accepted"`
+	Events   []string       `json:"events,omitempty"`
+	Error    *webhookRefuse `json:"error,omitempty"`
+}
+
+type webhookRefuse struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func (w *webhookListener) answer(rw http.ResponseWriter, status int, a webhookAnswer) {
+	rw.Header().Set("Content-Type", "application/json")
+	rw.Header().Set("Cache-Control", "no-store")
+	if status == http.StatusServiceUnavailable {
+		rw.Header().Set("Retry-After", "1")
+	}
+	rw.WriteHeader(status)
+	_ = json.NewEncoder(rw).Encode(a)
+}
+
+func (w *webhookListener) refuse(rw http.ResponseWriter, status int, code, format string, args ...any) {
+	w.answer(rw, status, webhookAnswer{Error: &webhookRefuse{Code: code, Message: clip(oneLine(fmt.Sprintf(format, args...)), maxRefusalBytes)}})
+}
+
+func (w *webhookListener) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	received := time.Now().UTC()
+	p := r.URL.Path
+	if p == "" || p != path.Clean(p) || strings.Contains(p, "/../") || !strings.HasPrefix(p, "/") {
+		w.refuse(rw, http.StatusNotFound, "not_found", "no webhook path covers this request")
+		return
+	}
+	pr, wp := w.route(p)
+	if pr == nil {
+		w.refuse(rw, http.StatusNotFound, "not_found", "no webhook path covers this request")
+		return
+	}
+	select {
+	case w.slots <- struct{}{}:
+		defer func() { <-w.slots }()
+	default:
+		w.refuse(rw, http.StatusServiceUnavailable, "overloaded", "the webhook listener is handling %d requests: retry", cap(w.slots))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), WebhookTimeout)
+	defer cancel()
+	body, err := io.ReadAll(http.MaxBytesReader(rw, r.Body, MaxWebhookBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			w.refuse(rw, http.StatusRequestEntityTooLarge, "too_large", "the body is over %d bytes", MaxWebhookBody)
+			return
+		}
+		w.refuse(rw, http.StatusBadRequest, "invalid", "reading the body: %v", err)
+		return
+	}
+	_, remote, _ := pr.parts()
+	envs, err := remote.Webhook(ctx, protocol.WebhookHandleParams{Method: r.Method, Path: p, WebhookPath: wp,
+		Query: r.URL.RawQuery, Headers: r.Header, Body: body, ReceivedAt: received})
+	if err != nil {
+		w.handleFailed(rw, pr.pkg.Name, ctx, err)
+		return
+	}
+	events, err := w.accept.accept(ctx, envs)
+	if err != nil {
+		switch {
+		case errors.Is(err, runtime.ErrConflict):
+			w.refuse(rw, http.StatusConflict, "conflict", "an Event of this delivery was accepted before with other content")
+		case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
+			w.refuse(rw, http.StatusGatewayTimeout, "timeout", "not accepted within %v: retry", WebhookTimeout)
+		case errors.Is(err, runtime.ErrInvalid), errors.Is(err, runtime.ErrUnauthorized), errors.Is(err, runtime.ErrCausalLimit):
+			w.d.log.Warn("webhook: the store refused the package's Events", "package", pr.pkg.Name, "path", p, "err", err)
+			w.refuse(rw, http.StatusBadGateway, "bad_answer", "the package's Events were refused; nothing was accepted")
+		default:
+			w.d.log.Error("webhook: accepting the Events failed", "package", pr.pkg.Name, "path", p, "err", err)
+			w.refuse(rw, http.StatusInternalServerError, "store_failed", "the Events could not be stored; nothing was accepted: retry")
+		}
+		return
+	}
+	a := webhookAnswer{Accepted: len(events), Events: make([]string, len(events))}
+	for i, ev := range events {
+		a.Events[i] = ev.ID
+	}
+	w.answer(rw, http.StatusOK, a)
+}
+
+// refusalStatus maps the codes a package refuses a request with to the
+// sender's 4xx; any other code is a failure (5xx).
+var refusalStatus = map[protocol.Code]int{
+	protocol.CodeInvalid:       http.StatusBadRequest,
+	protocol.CodeInvalidParams: http.StatusBadRequest,
+	protocol.CodeUnauthorized:  http.StatusUnauthorized,
+	protocol.CodeNotFound:      http.StatusNotFound,
+	protocol.CodeConflict:      http.StatusConflict,
+	protocol.CodeCausalLimit:   http.StatusTooManyRequests,
+}
+
+// handleFailed answers a webhook.handle that did not yield Events: the
+// package's refusal as 4xx with its reason; a bad answer, a crash, a lost
+// connection or a timeout as 5xx (the sender retries; nothing was
+// accepted).
+func (w *webhookListener) handleFailed(rw http.ResponseWriter, pkg string, ctx context.Context, err error) {
+	var pe *protocol.Error
+	switch {
+	case errors.Is(err, host.ErrWebhookAnswer):
+		w.d.log.Warn("webhook: the package's answer was refused", "package", pkg, "err", err)
+		w.refuse(rw, http.StatusBadGateway, "bad_answer", "the package's answer was refused; nothing was accepted")
+	case ctx.Err() != nil:
+		w.d.log.Warn("webhook: the package did not answer in time", "package", pkg, "timeout", WebhookTimeout)
+		w.refuse(rw, http.StatusGatewayTimeout, "timeout", "the package did not answer within %v: retry", WebhookTimeout)
+	case errors.As(err, &pe) && refusalStatus[pe.Code] != 0:
+		w.refuse(rw, refusalStatus[pe.Code], string(pe.Code), "%s", pe.Message)
+	case errors.As(err, &pe) && (pe.Code == protocol.CodeOverloaded || pe.Code == protocol.CodeShuttingDown):
+		w.refuse(rw, http.StatusServiceUnavailable, string(pe.Code), "the package is %s: retry", strings.ReplaceAll(string(pe.Code), "_", " "))
+	default:
+		w.d.log.Warn("webhook: the package failed", "package", pkg, "err", err)
+		w.refuse(rw, http.StatusBadGateway, "package_failed", "the package %s failed to handle the request; nothing was accepted: retry", pkg)
+	}
+}
