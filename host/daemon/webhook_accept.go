@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/open-conduit/open-conduit/runtime"
 )
@@ -24,6 +25,9 @@ type groupAcceptor struct {
 	queue  chan *delivery
 	stop   chan struct{}
 	done   sync.WaitGroup
+	// commits and delivered count group commits and the deliveries they
+	// carried (delivered/commits is the sharing a benchmark reports).
+	commits, delivered atomic.Int64
 }
 
 // delivery is one request's envelopes and where its outcome goes.
@@ -119,6 +123,8 @@ func (g *groupAcceptor) commit(group []*delivery) {
 		}
 		return nil
 	})
+	g.commits.Add(1)
+	g.delivered.Add(int64(len(group)))
 	if err == nil || len(group) == 1 {
 		for _, d := range group {
 			if err != nil {

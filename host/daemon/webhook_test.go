@@ -40,12 +40,18 @@ type webhookDaemon struct {
 	fifo string
 }
 
-func openWebhookDaemon(t *testing.T) *webhookDaemon {
+func openWebhookDaemon(t testing.TB) *webhookDaemon {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cfgDir, state := t.TempDir(), shortDir(t)
-	installNotes(t, cfgDir)
+	cfgDir := t.TempDir()
+	state, err := os.MkdirTemp("", "oc") // a unix socket path stays short
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(state) })
+	m, err := os.ReadFile("../../extensions/notes/open-conduit-extension.json") // installNotes takes a *testing.T
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(filepath.Join(cfgDir, "extensions", "notes"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(cfgDir, "extensions", "notes", "open-conduit-extension.json"), m, 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(cfgDir, ConfigFile), []byte(webhookConfig), 0o600))
 	fifo := filepath.Join(t.TempDir(), "hold")
 	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
