@@ -59,6 +59,10 @@ type remoteRun struct {
 	work      runtime.Work
 	execution runtime.Execution
 	gen       uint64 // the process generation that serves it
+	// config and toolbelt are the binding's executor config and the
+	// attempt's toolbelt, sent again with each executor.recover.
+	config   json.RawMessage
+	toolbelt runtime.RunToolbelt
 
 	mu         sync.Mutex
 	recovery   json.RawMessage // the last metadata persisted through the fence
@@ -75,12 +79,13 @@ func (e *remoteExecutor) service() (*Service, error) {
 
 // open registers a run whose persistence goes through persist, the fenced
 // function, and remembers what it persisted for a later recovery.
-func (e *remoteExecutor) open(work runtime.Work, x runtime.Execution, persist runtime.RecoveryPersister, recovery json.RawMessage) (*remoteRun, error) {
+func (e *remoteExecutor) open(work runtime.Work, x runtime.Execution, persist runtime.RecoveryPersister, recovery json.RawMessage,
+	config json.RawMessage, toolbelt runtime.RunToolbelt) (*remoteRun, error) {
 	svc, err := e.service()
 	if err != nil {
 		return nil, err
 	}
-	rr := &remoteRun{e: e, work: work, execution: x, recovery: recovery, gen: e.r.conn.Generation()}
+	rr := &remoteRun{e: e, work: work, execution: x, recovery: recovery, gen: e.r.conn.Generation(), config: config, toolbelt: toolbelt}
 	rr.run = svc.OpenRun(work.ID, x.ID, func(ctx context.Context, metadata json.RawMessage) error {
 		if persist == nil {
 			return fmt.Errorf("%w: the run persists nothing", runtime.ErrConflict)
@@ -134,11 +139,12 @@ func execution(name string, id string, attempt int, epoch int64, work runtime.Wo
 
 func (e *remoteExecutor) Run(ctx context.Context, req runtime.RunRequest) (runtime.RunHandle, error) {
 	x := execution(e.name, req.ExecutionID, req.Attempt, req.Epoch, req.Work)
-	rr, err := e.open(req.Work, x, req.PersistRecovery, nil)
+	rr, err := e.open(req.Work, x, req.PersistRecovery, nil, req.Config, req.Toolbelt)
 	if err != nil {
 		return nil, err
 	}
-	p := protocol.ExecutorRunParams{Executor: e.name, RunID: rr.run.ID, Work: wireWork(req.Work), Execution: wireExecution(x)}
+	p := protocol.ExecutorRunParams{Executor: e.name, RunID: rr.run.ID, Work: wireWork(req.Work), Execution: wireExecution(x),
+		Config: req.Config, Endpoint: req.Toolbelt.Endpoint, Token: req.Toolbelt.Token}
 	for _, ev := range req.Inputs {
 		p.Inputs = append(p.Inputs, wireEvent(ev))
 	}
@@ -165,7 +171,7 @@ func (e *remoteExecutor) Run(ctx context.Context, req runtime.RunRequest) (runti
 
 func (e *remoteExecutor) Recover(ctx context.Context, req runtime.RecoverRequest) (runtime.RunHandle, error) {
 	x := execution(e.name, req.ExecutionID, req.Attempt, req.Epoch, req.Work)
-	rr, err := e.open(req.Work, x, req.PersistRecovery, req.Recovery)
+	rr, err := e.open(req.Work, x, req.PersistRecovery, req.Recovery, req.Config, req.Toolbelt)
 	if err != nil {
 		return nil, err
 	}
@@ -186,7 +192,8 @@ func (rr *remoteRun) recover(ctx context.Context) error {
 	}
 	gen := rr.e.r.conn.Generation()
 	err := rr.e.r.conn.Call(ctx, "executor.recover", protocol.ExecutorRecoverParams{Executor: rr.e.name, RunID: rr.run.ID,
-		Work: wireWork(rr.work), Execution: wireExecution(rr.execution), Recovery: recovery}, nil)
+		Work: wireWork(rr.work), Execution: wireExecution(rr.execution), Recovery: recovery,
+		Config: rr.config, Endpoint: rr.toolbelt.Endpoint, Token: rr.toolbelt.Token}, nil)
 	if errors.Is(err, protocol.ErrNotAdoptable) {
 		return fmt.Errorf("%w: %w", runtime.ErrNotAdoptable, err)
 	}
@@ -242,7 +249,7 @@ func (e *remoteExecutor) Resume(ctx context.Context, req runtime.RunRequest, pre
 		return nil, e.unsupported("resume")
 	}
 	x := execution(e.name, req.ExecutionID, req.Attempt, req.Epoch, req.Work)
-	rr, err := e.open(req.Work, x, req.PersistRecovery, previous)
+	rr, err := e.open(req.Work, x, req.PersistRecovery, previous, req.Config, req.Toolbelt)
 	if err != nil {
 		return nil, err
 	}

@@ -639,6 +639,13 @@ type ExecutorRecoverParams struct {
 	Execution Execution `json:"execution"`
 	// Recovery is the metadata last persisted for the run.
 	Recovery json.RawMessage `json:"recovery,omitempty"`
+	// Config is the binding's executor config.
+	Config json.RawMessage `json:"config,omitempty"`
+	// Endpoint is the run's toolbelt endpoint.
+	Endpoint string `json:"endpoint,omitempty"`
+	// Token is the run's toolbelt token at the attempt's new epoch: the
+	// token the run was started with is refused from now on.
+	Token string `json:"token,omitempty"`
 }
 
 // ExecutorRecoverResult acknowledges the adoption; a run that cannot be

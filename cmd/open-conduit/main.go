@@ -161,6 +161,13 @@ A manifest whose command is "open-conduit extension-run NAME" runs it.
 		run:     statusCommand,
 	},
 	{
+		name:    "toolbelt call",
+		args:    "[--request-id ID] OPERATION [INPUT]",
+		summary: "call a toolbelt operation from a run (its endpoint and token from the environment)",
+		details: toolbeltCallDetails,
+		run:     toolbeltCallCommand,
+	},
+	{
 		name:    "version",
 		summary: "print the build's protocol versions",
 		run:     versionCommand,

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -195,7 +196,7 @@ func (r *runner) run(ctx context.Context, host *sdk.Host, p protocol.ExecutorRun
 		return protocol.ExecutorRunResult{}, protocol.Errorf(protocol.CodeConflict, "run %q already started", p.RunID)
 	}
 	dir := r.runDir(p.RunID)
-	j, cmd, err := start(dir, p.RunID, cmdline, p.Env)
+	j, cmd, err := start(dir, p.RunID, cmdline, jobEnv(p))
 	if err != nil {
 		return protocol.ExecutorRunResult{}, fmt.Errorf("starting run %s: %w", p.RunID, err)
 	}
@@ -222,6 +223,18 @@ func (r *runner) run(ctx context.Context, host *sdk.Host, p protocol.ExecutorRun
 		return protocol.ExecutorRunResult{}, err
 	}
 	return protocol.ExecutorRunResult{Recovery: meta}, nil
+}
+
+// jobEnv is what a job's environment adds to the runner's: the run's
+// environment layer, then its toolbelt (the endpoint and token
+// `open-conduit toolbelt call` reads), which no layer can override.
+func jobEnv(p protocol.ExecutorRunParams) map[string]string {
+	env := maps.Clone(p.Env)
+	if env == nil {
+		env = map[string]string{}
+	}
+	maps.Copy(env, sdk.ToolbeltOf(p).Env())
+	return env
 }
 
 // start starts a run's job in dir, detached in its own process group.

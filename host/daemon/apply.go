@@ -299,8 +299,13 @@ func (d *Daemon) tables(cfg *Config) runtime.Config {
 	for name, n := range cfg.Settings.Pools {
 		t.Pools[name] = n
 	}
+	applyConcurrency(t.Pools, cfg.Settings)
+	executorPools := map[string]string{}
 	for _, pr := range d.pkgs {
 		p := pr.pkg.Manifest.Provides
+		for _, x := range p.Executors {
+			executorPools[x.Name] = runtimePool(x.Pool)
+		}
 		_, remote, executors := pr.parts()
 		for _, r := range p.Routes {
 			t.Handlers[r.Handler] = remote.RouteHandler(r.Handler)
@@ -330,6 +335,9 @@ func (d *Daemon) tables(cfg *Config) runtime.Config {
 		for _, b := range sc.Bindings {
 			rb := runtime.Binding{Executor: b.Executor, Pool: b.Pool, Connection: b.Connection,
 				Config: rawObject(b.ExecutorConfig), Toolbelt: b.Toolbelt}
+			if rb.Pool == "" {
+				rb.Pool = executorPools[b.Executor]
+			}
 			if b.Toolbelt {
 				rb.Operations = append(rb.Operations, b.Operations...)
 				for _, ts := range b.Toolsets {

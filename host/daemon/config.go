@@ -113,6 +113,12 @@ type Settings struct {
 	Webhooks WebhookSettings `json:"webhooks,omitzero"`
 	// Pools sets capacity pools' sizes.
 	Pools map[string]int `json:"pools,omitempty"`
+	// Concurrency is how many agent turns (runs of executors of the
+	// default pool) run at once; JobConcurrency how many jobs (executors
+	// of pool "jobs"). Zero keeps the default; either overrides the pool
+	// of the same name in Pools.
+	Concurrency    int `json:"concurrency,omitempty"`
+	JobConcurrency int `json:"job_concurrency,omitempty"`
 }
 
 // WebhookSettings configures the webhook listener.
@@ -433,6 +439,7 @@ func checkStatic(c *Config, cat *catalogue) []client.Diagnostic {
 			ds.add("$.settings.webhooks.public_url", RuleInvalidURL, "%v", err)
 		}
 	}
+	checkConcurrency(&ds, s)
 	for _, name := range sortedKeys(s.Pools) {
 		if !protocol.IsIdentifier(name) {
 			ds.add("$.settings.pools"+pathKey(name), RuleInvalidID, "pool name %q is not an identifier", name)

@@ -84,6 +84,9 @@ type Daemon struct {
 	started time.Time
 	environ func() []string
 
+	// toolbelt is the runs' toolbelt endpoint and token issuer.
+	toolbelt *toolbelt
+
 	applyMu sync.Mutex // one validation-and-apply at a time
 
 	mu      sync.Mutex
@@ -199,9 +202,17 @@ func Open(ctx context.Context, opts Options) (d *Daemon, err error) {
 		return nil, fmt.Errorf("daemon: opening the store: %w", err)
 	}
 	d.store = newNotifyingStore(d.sqlite)
-	if d.engine, err = runtime.New(runtime.Config{Store: d.store, Clock: opts.Clock, Holder: "daemon",
+	if d.toolbelt, err = newToolbelt(opts.StateDir, d.Engine, d.log); err != nil {
+		return nil, err
+	}
+	if d.engine, err = runtime.New(runtime.Config{Store: d.store, Clock: opts.Clock, Holder: "daemon", Toolbelt: d.toolbelt,
 		OnError: func(err error) { d.log.Warn("engine", "err", err) }}); err != nil {
 		return nil, err
+	}
+	// Served before anything starts or adopts a run, which is issued
+	// the endpoint; without it such a run fails to start, saying why.
+	if err := d.toolbelt.listen(opts.StateDir); err != nil {
+		d.log.Error("toolbelt endpoint: runs whose binding grants the toolbelt cannot start", "err", err)
 	}
 
 	// The document is read before the packages start, for what only a
@@ -438,6 +449,11 @@ func (d *Daemon) Close(ctx context.Context) error {
 		cancel()
 		<-d.serving
 		_ = os.Remove(SocketPath(d.opts.StateDir))
+	}
+	if d.toolbelt != nil {
+		tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		d.toolbelt.close(tctx, d.opts.StateDir)
+		cancel()
 	}
 	if d.webhooks != nil {
 		// Requests in flight finish (their Events are accepted or not)
