@@ -253,7 +253,8 @@ func (e *remoteExecutor) Resume(ctx context.Context, req runtime.RunRequest, pre
 	if err != nil {
 		return nil, err
 	}
-	p := protocol.ExecutorResumeParams{Executor: e.name, RunID: rr.run.ID}
+	p := protocol.ExecutorResumeParams{Executor: e.name, RunID: rr.run.ID, Execution: wireExecution(x),
+		Config: req.Config, Endpoint: req.Toolbelt.Endpoint, Token: req.Toolbelt.Token}
 	for _, ev := range req.Inputs {
 		p.Inputs = append(p.Inputs, wireEvent(ev))
 	}

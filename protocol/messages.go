@@ -660,6 +660,15 @@ type ExecutorResumeParams struct {
 	RunID string `json:"run_id"`
 	// Inputs are the new inputs.
 	Inputs []Event `json:"inputs,omitempty"`
+	// Execution is the new attempt the resumed run serves.
+	Execution Execution `json:"execution,omitzero"`
+	// Config is the binding's executor config.
+	Config json.RawMessage `json:"config,omitempty"`
+	// Endpoint is the run's toolbelt endpoint.
+	Endpoint string `json:"endpoint,omitempty"`
+	// Token is the new attempt's toolbelt token: the earlier attempt's is
+	// refused.
+	Token string `json:"token,omitempty"`
 }
 
 // ExecutorResumeResult acknowledges the resume.

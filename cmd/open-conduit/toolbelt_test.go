@@ -112,3 +112,42 @@ func TestRunnerRunReachesTheToolbeltItsBindingGrants(t *testing.T) {
 		assert.ErrorIs(t, err, protocol.ErrUnauthorized, name)
 	}
 }
+
+// TestRunnerRunThatFailsEndsFailed: the binding's command exits 3 on every
+// attempt; each attempt is recorded failed with its exit status and the
+// Work ends failed once its attempts are spent, through the real daemon.
+func TestRunnerRunThatFailsEndsFailed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the built binary")
+	}
+	noteDir := daemontest.TempDir(t)
+	doc, err := json.Marshal(map[string]any{
+		"scopes": []any{map[string]any{
+			"id":       "team",
+			"entries":  []any{map[string]any{"id": "main", "type": "notes", "config": map[string]any{"dir": noteDir}}},
+			"routes":   []any{map[string]any{"handler": "notes", "kind": notes.WorkKind, "binding": "jobs"}},
+			"bindings": []any{map[string]any{"name": "jobs", "executor": "runner", "executor_config": map[string]any{"command": "exit 3"}}},
+		}},
+	})
+	require.NoError(t, err)
+	d := daemontest.Start(t, daemontest.Options{Binary: daemonBinary(t), Config: doc,
+		Packages: []string{"../../extensions/notes", "../../extensions/runner"}})
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	c := d.Client
+	require.NoError(t, notes.Store{Dir: noteDir}.Put(notes.Record{ID: "n1", Rev: "1", Title: "Fail me"}))
+	_, err = c.Reconcile(ctx, notes.SourceName("team", "main"))
+	require.NoError(t, err)
+	ended, err := c.WaitFor(ctx, client.ChangeQuery{Scope: "team"}, func(ch client.Change) bool {
+		return ch.Work != nil && (ch.Work.State == client.WorkDone || ch.Work.State == client.WorkFailed)
+	})
+	require.NoError(t, err)
+	assert.Equal(t, client.WorkFailed, ended.Work.State)
+	xs, err := c.Executions(ctx, ended.Work.ID)
+	require.NoError(t, err)
+	require.Len(t, xs, 3, "the default retry policy's three attempts")
+	for _, x := range xs {
+		assert.Equal(t, "failed", x.State)
+		assert.Equal(t, "exit status 3", x.Error)
+	}
+}
