@@ -9,7 +9,11 @@
 //   - an ingress type, notes, whose entries each read a note store (a
 //     directory of JSON note files): webhook deliveries are pushed
 //     (ingress.push) and the store is reconciled page by page
-//     (ingress.reconcile);
+//     (ingress.reconcile); an entry that names a notes-webhook connection
+//     also serves a signed webhook (webhook.handle) at
+//     /notes/<scope>/<entry>, verified with an HMAC-SHA256 of the body
+//     under the connection's secret, which it obtains through
+//     secret.resolve;
 //   - a route handler, notes, that decides from the Event alone and gives
 //     the Work a display (title, ref and an http or https link), with
 //     sample Events dated by the host's clock;

@@ -17,11 +17,19 @@
 // at once (runtime.Engine.Reconfigure), without a restart; running
 // executions go on. A refused document changes nothing.
 //
+// The webhook listener (loopback HTTP at settings.webhooks.listen, default
+// 127.0.0.1:0) hands a request under a path a package registered in
+// configure to that package's webhook.handle and answers 2xx only once
+// every Event it yields is durably accepted, concurrent deliveries sharing
+// a commit; a refusal is 4xx with the package's reason, and a crash, a
+// timeout or a store failure 5xx with nothing accepted (MaxWebhookBody,
+// WebhookConcurrency and WebhookTimeout bound it).
+//
 // One daemon holds a state directory (an flock on <state>/lock naming its
-// PID). Close shuts down in order: the API, the engine's observation (runs
-// go on), shutdown to every package at once, the running executions'
-// leases released for the next daemon to adopt (executor.recover), the
-// store.
+// PID). Close shuts down in order: the API and the webhook listener
+// (requests in flight finish), the engine's observation (runs go on),
+// shutdown to every package at once, the running executions' leases
+// released for the next daemon to adopt (executor.recover), the store.
 //
 //	d, err := daemon.Open(ctx, daemon.Options{ConfigDir: cfg, StateDir: state, BundledDir: bundled})
 //	if err != nil { … }

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -25,6 +26,10 @@ type groupAcceptor struct {
 	queue  chan *delivery
 	stop   chan struct{}
 	done   sync.WaitGroup
+	// mu orders close after every enqueue under way, so the committer's
+	// last drain finds each delivery queued before it.
+	mu     sync.RWMutex
+	closed bool
 	// commits and delivered count group commits and the deliveries they
 	// carried (delivered/commits is the sharing a benchmark reports).
 	commits, delivered atomic.Int64
@@ -54,12 +59,17 @@ func (g *groupAcceptor) accept(ctx context.Context, envs []runtime.Envelope) ([]
 		return nil, nil
 	}
 	d := &delivery{envs: envs, done: make(chan struct{})}
+	g.mu.RLock()
+	if g.closed {
+		g.mu.RUnlock()
+		return nil, errAcceptorClosed
+	}
 	select {
 	case g.queue <- d:
+		g.mu.RUnlock()
 	case <-ctx.Done():
+		g.mu.RUnlock()
 		return nil, ctx.Err()
-	case <-g.stop:
-		return nil, fmt.Errorf("daemon: the webhook acceptor is closed")
 	}
 	<-d.done
 	return d.events, d.err
@@ -68,9 +78,18 @@ func (g *groupAcceptor) accept(ctx context.Context, envs []runtime.Envelope) ([]
 // close stops the committer once it has finished what it holds; the
 // listener has stopped taking requests first.
 func (g *groupAcceptor) close() {
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return
+	}
+	g.closed = true
+	g.mu.Unlock()
 	close(g.stop)
 	g.done.Wait()
 }
+
+var errAcceptorClosed = errors.New("daemon: the webhook acceptor is closed")
 
 func (g *groupAcceptor) run() {
 	defer g.done.Done()
@@ -79,8 +98,8 @@ func (g *groupAcceptor) run() {
 		select {
 		case first = <-g.queue:
 		case <-g.stop:
-			// accept no longer queues once stop is closed; finish any
-			// delivery that raced it in.
+			// No delivery is queued once stop is closed (close waits for
+			// the enqueues under way): finish those queued.
 			for {
 				select {
 				case d := <-g.queue:

@@ -116,3 +116,16 @@ func TestGroupAcceptorStoreFailure(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, evs, 1)
 }
+
+// A closed acceptor refuses new deliveries and leaves none waiting.
+func TestGroupAcceptorClosed(t *testing.T) {
+	s, eng := newAcceptTest(t)
+	g := newGroupAcceptor(s, eng)
+	_, err := g.accept(t.Context(), []runtime.Envelope{env("a", `{}`)})
+	require.NoError(t, err)
+	g.close()
+	g.close()
+	_, err = g.accept(t.Context(), []runtime.Envelope{env("b", `{}`)})
+	assert.ErrorIs(t, err, errAcceptorClosed)
+	assert.Equal(t, 1, countEvents(t, s))
+}
