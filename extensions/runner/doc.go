@@ -10,6 +10,14 @@
 // written to the run's directory by a small shell wrapper, so it is on
 // disk even when no runner process saw the job end.
 //
+// A binding that grants the toolbelt gives each run its endpoint and
+// token, which the job gets as OS_TOOLBELT_ENDPOINT and OS_TOOLBELT_TOKEN
+// (executor label "cli"): a job calls the operations its binding grants
+// with `open-conduit toolbelt call OPERATION INPUT`. The token is the
+// attempt's at its lease epoch, so a job adopted by a later daemon (a new
+// epoch) keeps the token it started with, which the host then refuses: a
+// running process's environment cannot be renewed.
+//
 // Jobs outlive the runner process. What executor.recover needs (the
 // job's process group, its start time and its directory) is persisted
 // through the host's fenced execution.persist_recovery, and a restarted
