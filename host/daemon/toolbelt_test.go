@@ -1,9 +1,11 @@
 package daemon
 
 import (
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -135,4 +137,39 @@ func FuzzToolbeltCall(f *testing.F) {
 			require.True(t, strings.TrimSpace(string(req.Input)) != "")
 		}
 	})
+}
+
+// What the endpoint answers before any engine is asked: a GET, a call
+// without a bearer token or with a forged one, and a call beyond the bound
+// of calls at once.
+func TestToolbeltEndpointRefusesBeforeTheEngine(t *testing.T) {
+	tb := newTestToolbelt(t)
+	call := func(method, auth string) (int, *protocol.ToolbeltCallResponse) {
+		r := httptest.NewRequest(method, protocol.ToolbeltCallPath, strings.NewReader(`{"operation":"notes.add"}`))
+		if auth != "" {
+			r.Header.Set("Authorization", auth)
+		}
+		w := httptest.NewRecorder()
+		tb.serveCall(w, r)
+		var resp protocol.ToolbeltCallResponse
+		require.NoError(t, json.Unmarshal(w.Body.Bytes(), &resp))
+		return w.Code, &resp
+	}
+	status, resp := call(http.MethodGet, "")
+	assert.Equal(t, http.StatusMethodNotAllowed, status)
+	assert.Equal(t, "invalid", resp.Error.Code)
+	status, resp = call(http.MethodPost, "")
+	assert.Equal(t, http.StatusForbidden, status)
+	assert.Equal(t, "unauthorized", resp.Error.Code)
+	status, resp = call(http.MethodPost, "Bearer "+newTestToolbelt(t).token("ex_1", 1))
+	assert.Equal(t, http.StatusForbidden, status, "a token of another key")
+	assert.Equal(t, "unauthorized", resp.Error.Code)
+	assert.Empty(t, resp.Output)
+
+	for range maxToolbeltCalls {
+		tb.slots <- struct{}{}
+	}
+	status, resp = call(http.MethodPost, "Bearer "+tb.token("ex_1", 1))
+	assert.Equal(t, http.StatusServiceUnavailable, status)
+	assert.Equal(t, "overloaded", resp.Error.Code)
 }
