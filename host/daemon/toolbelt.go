@@ -117,7 +117,9 @@ func (tb *toolbelt) listen(state string) error {
 	tb.endpoint = protocol.ToolbeltUnixScheme + path
 	mux := http.NewServeMux()
 	mux.HandleFunc(protocol.ToolbeltCallPath, tb.serveCall)
-	tb.server = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	// A call's body is small: reading it is bounded apart from the call,
+	// so a run that stops sending holds no slot for long.
+	tb.server = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second}
 	go func() {
 		defer close(tb.serving)
 		if err := tb.server.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
