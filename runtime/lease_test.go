@@ -3,7 +3,9 @@ package runtime_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/open-conduit/open-conduit/runtime"
+	"github.com/open-conduit/open-conduit/runtime/runtimetest"
 )
 
 const testLeaseTTL = 30 * time.Minute
@@ -177,4 +180,49 @@ func TestABindingWithoutTheToolbeltIssuesNone(t *testing.T) {
 	assert.Empty(t, req.Config)
 	ex.Succeed(req.ExecutionID)
 	waitDrained(t, h)
+}
+
+// flakyStore fails the transactions it is told to, as a busy store would.
+type flakyStore struct {
+	runtime.Store
+	fail atomic.Int32 // transactions left to fail
+}
+
+func (s *flakyStore) Transact(ctx context.Context, fn func(tx runtime.Tx) error) error {
+	if s.fail.Add(-1) >= 0 {
+		return errors.New("database is locked")
+	}
+	s.fail.Store(0)
+	return s.Store.Transact(ctx, fn)
+}
+
+// A renewal that fails for another reason than a superseded lease is
+// reported and tried again at the next interval; the observation goes on.
+func TestAFailedRenewalIsRetried(t *testing.T) {
+	ex := newFakeExecutor()
+	cfg := schedulerConfig(ex)
+	cfg.LeaseTTL = testLeaseTTL
+	clock := runtimetest.NewFakeClock(t0)
+	store := &flakyStore{Store: openStore(t, clock)}
+	cfg.Store = store
+	h := attach(t, cfg, clock)
+	w := newWork(t, h, "1", "k1")
+	start(t, h)
+	req := <-ex.started
+	x := h.executions(t, w.ID)[0]
+
+	store.fail.Store(1)
+	h.clock.Advance(testLeaseTTL / 3)
+	assert.Equal(t, t0.Add(testLeaseTTL), leaseOf(t, h, x.Lease).ExpiresAt, "the renewal failed")
+	errs := h.errs.all()
+	require.Len(t, errs, 1)
+	assert.Contains(t, errs[0].Error(), "renew lease: database is locked")
+	assert.Equal(t, 1, h.engine.Running(runtime.PoolJob), "the observation goes on")
+
+	h.clock.Advance(testLeaseTTL / 3)
+	assert.Equal(t, h.clock.Now().Add(testLeaseTTL), leaseOf(t, h, x.Lease).ExpiresAt, "the next renewal succeeded")
+	ex.Succeed(req.ExecutionID)
+	waitDrained(t, h)
+	assert.Equal(t, runtime.WorkDone, h.work(t, w.ID).State)
+	assert.Len(t, h.errs.all(), 1)
 }
