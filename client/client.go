@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 )
 
 // SocketName is the API socket's name in the daemon's state directory.
@@ -171,6 +172,27 @@ func (c *Client) ApplyConfig(ctx context.Context, doc []byte) (Generation, error
 func (c *Client) Reconcile(ctx context.Context, source string) (ReconcileResult, error) {
 	var out ReconcileResult
 	return out, c.do(ctx, "POST", "/v1/sources/"+url.PathEscape(source)+"/reconcile", nil, nil, &out)
+}
+
+// Clock reads the daemon's clock.
+func (c *Client) Clock(ctx context.Context) (ClockState, error) {
+	var out ClockState
+	return out, c.do(ctx, "GET", "/v1/clock", nil, nil, &out)
+}
+
+// AdvanceClock moves a manual clock (serve --test-clock) forward by d. The
+// timers, passes and leases that fall due are woken before it returns;
+// what they do happens after, so wait for it on the change stream or in
+// Status. A daemon on the system clock refuses it (conflict).
+func (c *Client) AdvanceClock(ctx context.Context, d time.Duration) (ClockState, error) {
+	var out ClockState
+	return out, c.do(ctx, "POST", "/v1/clock/advance", nil, jsonBody(ClockAdvance{By: d.String()}), &out)
+}
+
+// SetClock moves a manual clock forward to t, as AdvanceClock does.
+func (c *Client) SetClock(ctx context.Context, t time.Time) (ClockState, error) {
+	var out ClockState
+	return out, c.do(ctx, "POST", "/v1/clock/advance", nil, jsonBody(ClockAdvance{To: t}), &out)
 }
 
 // Doctor runs the daemon's doctor: its own checks and every check its

@@ -28,6 +28,10 @@ type Paths struct {
 	Logs    string `json:"logs"`
 	State   string `json:"state"`
 	Config  string `json:"config"`
+
+	// Toolbelt is the runs' toolbelt endpoint (unix:<socket>), empty if
+	// it is not served.
+	Toolbelt string `json:"toolbelt,omitempty"`
 }
 
 // The origins of a package.
@@ -66,6 +70,60 @@ type Status struct {
 	Started  time.Time `json:"started,omitzero"`
 	Paths    Paths     `json:"paths"`
 	Packages []Package `json:"packages"`
+	// Passes are the background passes (tasks, reconcile scans) and how
+	// their last runs went.
+	Passes []PassStatus `json:"passes,omitempty"`
+}
+
+// The kinds of background pass.
+const (
+	PassTask      = "task"      // a package's declared task (task.run)
+	PassReconcile = "reconcile" // an ingress source's reconcile scan
+)
+
+// PassStatus is one background pass in Status: its schedule on the
+// daemon's clock and its last run.
+type PassStatus struct {
+	// Kind is PassTask or PassReconcile.
+	Kind string `json:"kind"`
+	// Name is the task's or the source's name.
+	Name    string `json:"name"`
+	Package string `json:"package"`
+	// Interval is the time from one run's start to the next's.
+	Interval string `json:"interval"`
+	// Runs counts finished runs, failed ones included; Failures the
+	// failed ones.
+	Runs     int64 `json:"runs"`
+	Failures int64 `json:"failures"`
+	// Overruns counts runs that outlived their interval: the next run
+	// waited for each.
+	Overruns    int64     `json:"overruns"`
+	Running     bool      `json:"running"`
+	LastStarted time.Time `json:"last_started,omitzero"`
+	LastEnded   time.Time `json:"last_ended,omitzero"`
+	// LastDetail is what the last successful run reported; LastError the
+	// last run's failure ("" when it succeeded).
+	LastDetail string `json:"last_detail,omitempty"`
+	LastError  string `json:"last_error,omitempty"`
+	// Next is when the next run is due.
+	Next time.Time `json:"next,omitzero"`
+}
+
+// ClockState is GET /v1/clock and the answer of POST /v1/clock/advance:
+// the daemon's time, which its timers, waits, leases and passes run on.
+type ClockState struct {
+	Now time.Time `json:"now"`
+	// Manual says the clock moves only when advanced (serve
+	// --test-clock); otherwise it is the system clock.
+	Manual bool `json:"manual"`
+}
+
+// ClockAdvance is the body of POST /v1/clock/advance: exactly one of By,
+// a duration that is not negative (such as "90s" or "1h30m"), and To, a
+// time not before the clock's now.
+type ClockAdvance struct {
+	By string    `json:"by,omitempty"`
+	To time.Time `json:"to,omitzero"`
 }
 
 // Readiness is GET /v1/ready: 200 when ready, 503 (unavailable) with the

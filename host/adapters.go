@@ -171,7 +171,8 @@ func (r *Remote) Task() runtime.Task { return remoteTask{r} }
 type remoteTask struct{ r *Remote }
 
 func (t remoteTask) Run(ctx context.Context, name string) error {
-	return protocolToRuntime(t.r.conn.Call(ctx, "task.run", protocol.TaskRunParams{Task: name, Now: time.Now().UTC()}, nil))
+	_, err := t.r.RunTask(ctx, name, time.Now())
+	return err
 }
 
 // Check runs the extension's doctor checks, applying the rule for an

@@ -2,7 +2,11 @@ package runtime
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -101,9 +105,74 @@ type ReconcileCheckpoint struct {
 type reconcileItem struct {
 	Version   string `json:"version"`
 	Signature string `json:"signature"`
-	// Scan is the ID of the last scan that saw the item, so a complete
-	// scan tells the items it did not see.
+	// Scan is the ID of the scan that last changed the item (kept for
+	// the record; a scan tells the items it saw by its own set).
 	Scan string `json:"scan"`
+	// Raw is rawDigest of the envelope as the source sent it, so an
+	// unchanged observation is known by its bytes without validating and
+	// signing it again (empty in snapshots written before it was kept).
+	Raw string `json:"raw,omitempty"`
+}
+
+// rawDigest is a digest of every field of env as it stands, each
+// length-prefixed: equal digests mean byte-equal envelopes, which have
+// the same signature. Unequal ones may still sign alike (a payload
+// written another way), which the signature then decides.
+func rawDigest(env Envelope) string {
+	h := sha256.New()
+	var n [8]byte
+	field := func(b []byte) {
+		binary.BigEndian.PutUint64(n[:], uint64(len(b)))
+		h.Write(n[:])
+		h.Write(b)
+	}
+	for _, f := range []string{env.ID, env.Source, env.DeliveryID, env.ScopeID, env.Family, env.Type, env.Schema, env.Parent} {
+		field([]byte(f))
+	}
+	field(env.Payload)
+	binary.BigEndian.PutUint64(n[:], uint64(len(env.Works)))
+	h.Write(n[:])
+	for _, w := range env.Works {
+		field([]byte(w))
+	}
+	if !env.OccurredAt.IsZero() {
+		field([]byte(env.OccurredAt.UTC().Format(time.RFC3339Nano)))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Bounds of one reconcile page. A page over a bound, or late, fails the
+// scan there: a partial scan, which infers no absence and moves no
+// checkpoint, and is retried whole.
+const (
+	// MaxReconcilePageBytes caps the observations of one page: their
+	// items, versions, identities and payloads together (8 MiB, under the
+	// protocol's 16 MiB message).
+	MaxReconcilePageBytes = 8 << 20
+)
+
+// ReconcilePageTimeout bounds how long a source may take to answer one
+// page (real time: it bounds the source's work, not the clock's).
+var ReconcilePageTimeout = 30 * time.Second
+
+// checkPage refuses a page over its item limit or MaxReconcilePageBytes.
+func checkPage(page ReconcilePage, limit int) error {
+	if len(page.Observations) > limit {
+		return fmt.Errorf("%w: %d observations, over the page limit of %d", ErrTooLarge, len(page.Observations), limit)
+	}
+	n := 0
+	for _, o := range page.Observations {
+		env := o.Envelope
+		n += len(o.Item) + len(o.Version) + len(env.Source) + len(env.DeliveryID) + len(env.Family) + len(env.Type) +
+			len(env.Schema) + len(env.Payload)
+		for _, w := range env.Works {
+			n += len(w)
+		}
+		if n > MaxReconcilePageBytes {
+			return fmt.Errorf("%w: the page's observations pass %d bytes", ErrTooLarge, MaxReconcilePageBytes)
+		}
+	}
+	return nil
 }
 
 func checkpointKey(source string) string { return keyJoin("checkpoint", source) }
@@ -133,6 +202,28 @@ func (e *Engine) Snapshot(ctx context.Context, source string) (map[string]string
 	return out, err
 }
 
+// eachItemName calls f with the name of each item of a source's snapshot,
+// without decoding its record.
+func eachItemName(r ReadTx, source string, f func(item string) error) error {
+	prefix := itemPrefix(source)
+	after := ""
+	for {
+		entries, err := r.KVList(NamespaceIngress, prefix, after, MaxPageLimit)
+		if err != nil {
+			return err
+		}
+		for _, en := range entries {
+			if err := f(strings.TrimPrefix(en.Key, prefix)); err != nil {
+				return err
+			}
+		}
+		if len(entries) < MaxPageLimit {
+			return nil
+		}
+		after = entries[len(entries)-1].Key
+	}
+}
+
 func eachItem(r ReadTx, source string, f func(item string, st reconcileItem) error) error {
 	prefix := itemPrefix(source)
 	after := ""
@@ -160,10 +251,14 @@ func eachItem(r ReadTx, source string, f func(item string, st reconcileItem) err
 // Reconcile runs one scan of the named source: it asks for pages until one
 // is complete, diffs each page's observations by (item, version) against
 // the last snapshot and accepts the changed ones, each page in its own
-// transaction. Only a complete scan infers absence and stores the new
-// checkpoint. A page with an identity conflict (an (item, version) or a
-// (source, delivery) already bound to other content) accepts nothing, and
-// the scan stops there with ErrConflict, having advanced nothing further.
+// transaction (an unchanged item is read, not written). Only a complete
+// scan infers absence (the snapshot's items no page of the scan saw) and
+// stores the new checkpoint. A page with an identity conflict (an (item,
+// version) or a (source, delivery) already bound to other content)
+// accepts nothing, and the scan stops there with ErrConflict, having
+// advanced nothing further. Each page is bounded: answered within
+// ReconcilePageTimeout, at most the page limit of observations and
+// MaxReconcilePageBytes; past a bound the scan stops there as partial.
 func (e *Engine) Reconcile(ctx context.Context, source string) (ReconcileReport, error) {
 	var rep ReconcileReport
 	src, ok := e.conf().Sources[source]
@@ -178,15 +273,28 @@ func (e *Engine) Reconcile(ctx context.Context, source string) (ReconcileReport,
 		return rep, err
 	}
 	scan := newID("scan_")
+	seen := map[string]bool{} // the items this scan's pages reported
+	limit := pageLimitOf(src.PageLimit)
 	cursor := ""
 	for {
-		page, err := src.Ingress.Reconcile(ctx, ReconcileRequest{
-			ScopeID: src.ScopeID, Checkpoint: cp.Checkpoint, Cursor: cursor, Limit: pageLimitOf(src.PageLimit),
+		pctx, cancel := context.WithTimeout(ctx, ReconcilePageTimeout)
+		page, err := src.Ingress.Reconcile(pctx, ReconcileRequest{
+			ScopeID: src.ScopeID, Checkpoint: cp.Checkpoint, Cursor: cursor, Limit: limit,
 		})
+		if err == nil && pctx.Err() != nil {
+			err = pctx.Err() // an answer after the deadline is late all the same
+		}
+		cancel()
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			err = fmt.Errorf("no answer within the page timeout of %s: %w", ReconcilePageTimeout, err)
+		}
+		if err == nil {
+			err = checkPage(page, limit)
+		}
 		if err != nil {
 			return rep, fmt.Errorf("source %q reconcile page %d: %w", source, rep.Pages+1, err)
 		}
-		if err := e.applyPage(ctx, source, src.ScopeID, scan, page, &rep); err != nil {
+		if err := e.applyPage(ctx, source, src.ScopeID, scan, seen, page, &rep); err != nil {
 			return rep, fmt.Errorf("source %q reconcile page %d: %w", source, rep.Pages+1, err)
 		}
 		rep.Pages++
@@ -221,7 +329,9 @@ func pageLimitOf(n int) int {
 	return min(n, MaxPageLimit)
 }
 
-func (e *Engine) applyPage(ctx context.Context, source, scopeID, scan string, page ReconcilePage, rep *ReconcileReport) error {
+// applyPage diffs one page against the snapshot in one transaction; seen
+// (the scan's items so far) gains the page's items once it commits.
+func (e *Engine) applyPage(ctx context.Context, source, scopeID, scan string, seen map[string]bool, page ReconcilePage, rep *ReconcileReport) error {
 	var (
 		accepted  []Event
 		unchanged int
@@ -230,7 +340,7 @@ func (e *Engine) applyPage(ctx context.Context, source, scopeID, scan string, pa
 	err := e.store.Transact(ctx, func(tx Tx) error {
 		accepted, unchanged, absent = nil, 0, nil
 		var batch KVBatch
-		seen := map[string]reconcileItem{}
+		inPage := map[string]reconcileItem{}
 		for i, obs := range page.Observations {
 			if err := ValidateIdentifier("observation item", obs.Item); err != nil {
 				return fmt.Errorf("observation %d: %w", i, err)
@@ -242,44 +352,60 @@ func (e *Engine) applyPage(ctx context.Context, source, scopeID, scan string, pa
 			if err := sourceEnvelope(source, scopeID, &env); err != nil {
 				return fmt.Errorf("observation %d: %w", i, err)
 			}
-			sig, err := ValidateEnvelope(env)
-			if err != nil {
-				return fmt.Errorf("observation %d: %w", i, err)
-			}
-			if prev, dup := seen[obs.Item]; dup {
-				if prev.Version != obs.Version || prev.Signature != sig {
-					return fmt.Errorf("%w: item %q appears twice in one page with different content", ErrConflict, obs.Item)
-				}
-				continue
-			}
-			st := reconcileItem{Version: obs.Version, Signature: sig, Scan: scan}
-			seen[obs.Item] = st
+			raw := rawDigest(env)
 			var stored reconcileItem
 			found, err := kvGetJSON(tx, NamespaceIngress, itemKey(source, obs.Item), &stored)
 			if err != nil {
 				return err
 			}
+			if prev, dup := inPage[obs.Item]; !dup && found && stored.Version == obs.Version && stored.Raw == raw {
+				// The bytes the snapshot's item was validated and signed
+				// from: unchanged, nothing to check again or write.
+				inPage[obs.Item] = stored
+				unchanged++
+				continue
+			} else if dup && prev.Raw == raw && prev.Version == obs.Version {
+				continue
+			}
+			sig, err := ValidateEnvelope(env)
+			if err != nil {
+				return fmt.Errorf("observation %d: %w", i, err)
+			}
+			if prev, dup := inPage[obs.Item]; dup {
+				if prev.Version != obs.Version || prev.Signature != sig {
+					return fmt.Errorf("%w: item %q appears twice in one page with different content", ErrConflict, obs.Item)
+				}
+				continue
+			}
+			st := reconcileItem{Version: obs.Version, Signature: sig, Scan: scan, Raw: raw}
+			inPage[obs.Item] = st
 			if found && stored.Version == obs.Version {
 				if stored.Signature != sig {
 					return fmt.Errorf("%w: item %q version %q is already bound to other content", ErrConflict, obs.Item, obs.Version)
 				}
 				unchanged++
+				if stored.Raw != raw {
+					// The same content in other bytes (or a snapshot from
+					// before Raw): keep these, so the next scan knows them.
+					stored.Raw = raw
+					batch.Puts = append(batch.Puts, kvPut(NamespaceIngress, itemKey(source, obs.Item), stored))
+				}
+				continue
+			}
+			ev, added, err := tx.AcceptEvent(env)
+			if err != nil {
+				return fmt.Errorf("item %q version %q: %w", obs.Item, obs.Version, err)
+			}
+			if added {
+				accepted = append(accepted, ev)
 			} else {
-				ev, added, err := tx.AcceptEvent(env)
-				if err != nil {
-					return fmt.Errorf("item %q version %q: %w", obs.Item, obs.Version, err)
-				}
-				if added {
-					accepted = append(accepted, ev)
-				} else {
-					unchanged++
-				}
+				unchanged++
 			}
 			batch.Puts = append(batch.Puts, kvPut(NamespaceIngress, itemKey(source, obs.Item), st))
 		}
 		if page.Complete {
-			err := eachItem(tx, source, func(item string, st reconcileItem) error {
-				if _, ok := seen[item]; !ok && st.Scan != scan {
+			err := eachItemName(tx, source, func(item string) error {
+				if _, ok := inPage[item]; !ok && !seen[item] {
 					absent = append(absent, item)
 					batch.Deletes = append(batch.Deletes, KVKey{Namespace: NamespaceIngress, Key: itemKey(source, item)})
 				}
@@ -304,6 +430,9 @@ func (e *Engine) applyPage(ctx context.Context, source, scopeID, scan string, pa
 	})
 	if err != nil {
 		return err
+	}
+	for _, obs := range page.Observations {
+		seen[obs.Item] = true
 	}
 	rep.Observed += len(page.Observations)
 	rep.Accepted = append(rep.Accepted, accepted...)

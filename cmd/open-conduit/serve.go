@@ -31,6 +31,11 @@ flags:
   --state DIR         the state directory (default $XDG_STATE_HOME/open-conduit,
                       else ~/.local/state/open-conduit)
   --log-format FORMAT text or json (default text), on stderr
+  --test-clock[=TIME] for tests only: run on a manual clock standing at TIME
+                      (RFC 3339; default the time serve starts) that moves only
+                      through POST /v1/clock/advance (client.AdvanceClock); the
+                      daemon's timers, waits, leases and background passes run
+                      on it
 `
 
 // shutdownBound bounds serve's orderly shutdown after SIGTERM.
@@ -42,6 +47,8 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	configDir := fs.String("config", "", "the config directory")
 	stateDir := fs.String("state", "", "the state directory")
 	logFormat := fs.String("log-format", "text", "text or json")
+	var testClock testClockFlag
+	fs.Var(&testClock, "test-clock", "for tests only: a manual clock standing at TIME (RFC 3339, default now)")
 	fs.Usage = func() { fmt.Fprint(fs.Output(), "usage: open-conduit serve [flags]\n\n"+serveDetails) }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -92,7 +99,7 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	defer signal.Stop(hup)
 
 	d, err := daemon.Open(ctx, daemon.Options{ConfigDir: *configDir, StateDir: *stateDir, BundledDir: bundled,
-		Executable: exe, Version: binaryVersion(), Logger: logger})
+		Executable: exe, Version: binaryVersion(), Logger: logger, Clock: testClock.clock()})
 	if err != nil {
 		var locked *daemon.LockedError
 		if errors.As(err, &locked) {
@@ -108,6 +115,9 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "  API:      %s\n", st.Paths.Socket)
 	fmt.Fprintf(stdout, "  webhooks: http://%s\n", st.Paths.Webhook)
 	fmt.Fprintf(stdout, "  logs:     daemon on stderr, packages in %s\n", filepath.Join(st.Paths.Logs, "extensions"))
+	if cs := d.ClockState(); cs.Manual {
+		fmt.Fprintf(stdout, "  clock:    test clock at %s: it moves only through POST /v1/clock/advance\n", cs.Now.Format(time.RFC3339))
+	}
 	for _, p := range st.Packages {
 		fmt.Fprintf(stdout, "  package:  %s %s (%s, %s)\n", p.Name, p.Version, p.Origin, p.State)
 	}

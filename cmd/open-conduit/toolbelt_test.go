@@ -94,6 +94,9 @@ func TestRunnerRunReachesTheToolbeltItsBindingGrants(t *testing.T) {
 
 	endpoint, token := readTrimmed(t, filepath.Join(out, "endpoint")), readTrimmed(t, filepath.Join(out, "token"))
 	assert.Equal(t, protocol.ToolbeltUnixScheme+filepath.Join(d.StateDir, "toolbelt.sock"), endpoint)
+	st, err := c.Status(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, endpoint, st.Paths.Toolbelt, "status says where the toolbelt is served")
 	info, err := os.Stat(filepath.Join(d.StateDir, "toolbelt.sock"))
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm(), "only the operator's user reaches the endpoint")

@@ -224,6 +224,7 @@ func (d *Daemon) activate(ctx context.Context, cfg *Config, gen client.Generatio
 	if err := d.engine.Reconfigure(d.tables(cfg)); err != nil {
 		return fmt.Errorf("daemon: engine tables: %w", err)
 	}
+	d.syncSourcePasses()
 	return nil
 }
 

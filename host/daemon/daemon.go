@@ -88,6 +88,8 @@ type Daemon struct {
 	toolbelt *toolbelt
 
 	applyMu sync.Mutex // one validation-and-apply at a time
+	clockMu sync.Mutex // one move of a manual clock at a time
+	passes  *passRunner
 
 	mu      sync.Mutex
 	gen     client.Generation
@@ -209,6 +211,7 @@ func Open(ctx context.Context, opts Options) (d *Daemon, err error) {
 		OnError: func(err error) { d.log.Warn("engine", "err", err) }}); err != nil {
 		return nil, err
 	}
+	d.passes = newPassRunner(opts.Clock, d.log)
 	// Served before anything starts or adopts a run, which is issued
 	// the endpoint; without it such a run fails to start, saying why.
 	if err := d.toolbelt.listen(opts.StateDir); err != nil {
@@ -231,6 +234,7 @@ func Open(ctx context.Context, opts Options) (d *Daemon, err error) {
 	if err := d.compose(startCfg); err != nil {
 		return nil, err
 	}
+	d.passes.set(client.PassTask, d.taskPasses())
 	if !opts.Deferred {
 		d.startAll(ctx)
 	}
@@ -241,6 +245,7 @@ func Open(ctx context.Context, opts Options) (d *Daemon, err error) {
 		if err := d.engine.Reconfigure(d.tables(&Config{})); err != nil {
 			return nil, err
 		}
+		d.syncSourcePasses()
 	} else if !found {
 		// Generation 0: nothing applied, nothing stored.
 		d.log.Info("no configuration file: running the empty configuration (no scopes)", "file", filepath.Join(opts.ConfigDir, ConfigFile))
@@ -407,6 +412,8 @@ var PassBound = 10 * time.Second
 // count as a failed attempt), or after PassBound. It does not close the
 // daemon.
 func (d *Daemon) Run(ctx context.Context) error {
+	d.passes.start(ctx)
+	defer d.waitPasses()
 	done := make(chan error, 1)
 	go func() { done <- d.engine.Run(ctx) }()
 	var err error
@@ -563,6 +570,7 @@ func (d *Daemon) Status(ctx context.Context) client.Status {
 		st.Packages = append(st.Packages, p)
 	}
 	st.Packages = append(st.Packages, d.refused...)
+	st.Passes = d.passes.statuses()
 	st.Ready = ready
 	return st
 }

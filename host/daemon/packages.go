@@ -112,6 +112,7 @@ func (d *Daemon) RestartPackage(ctx context.Context, name string, hurry bool) er
 	if err := d.engine.Reconfigure(d.tables(cfg)); err != nil {
 		return err
 	}
+	d.syncSourcePasses()
 	return startErr
 }
 
