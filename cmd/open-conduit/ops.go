@@ -250,6 +250,15 @@ func statusCommand(args []string, stdout, stderr io.Writer) int {
 		for _, p := range st.Packages {
 			fmt.Fprintf(w, "  %s\t%s %s, %s, restarts %d%s\n", p.Name, p.Version, p.State, p.Origin, p.Restarts, lastError(p))
 		}
+		fmt.Fprintf(w, "passes\t%d\n", len(st.Passes))
+		for _, p := range st.Passes {
+			last := ""
+			if p.LastError != "" {
+				last = ", last error: " + oneLine(p.LastError, 120)
+			}
+			fmt.Fprintf(w, "  %s %s\t%s, every %s: %d runs, %d failed, %d overran, next %s%s\n", p.Kind, p.Name, p.Package,
+				p.Interval, p.Runs, p.Failures, p.Overruns, stamp(p.Next), last)
+		}
 	})
 }
 
