@@ -52,6 +52,9 @@ type ServiceConfig struct {
 	Blobs runtime.BlobStore
 	// Secrets resolves secret values; nil refuses secret.resolve.
 	Secrets SecretResolver
+	// Telemetry records telemetry.capture's events; nil refuses them
+	// (unsupported). The manifest's permission gates the method either way.
+	Telemetry TelemetryRecorder
 	// Engine, when set, accepts kv.commit emissions and cancels Work; without
 	// it the service writes through Store and bounds only a chain's depth.
 	Engine Engine

@@ -880,9 +880,12 @@ var messageShapes = map[string]methodShape{
 	"work.cancel":       {WorkCancelParams{}, WorkCancelResult{}},
 	"wait.progress":     {WaitProgressParams{}, WaitProgressResult{}},
 
-	"task.run":       {TaskRunParams{}, TaskRunResult{}},
-	"check.run":      {CheckRunParams{}, CheckRunResult{}},
-	"secret.resolve": {SecretResolveParams{}, SecretResolveResult{}},
+	"task.run":  {TaskRunParams{}, TaskRunResult{}},
+	"check.run": {CheckRunParams{}, CheckRunResult{}},
+
+	"telemetry.capture": {TelemetryCaptureParams{}, TelemetryCaptureResult{}},
+	"telemetry.sink":    {TelemetrySinkParams{}, TelemetrySinkResult{}},
+	"secret.resolve":    {SecretResolveParams{}, SecretResolveResult{}},
 
 	"executor.run":               {ExecutorRunParams{}, ExecutorRunResult{}},
 	"executor.wait":              {ExecutorWaitParams{}, ExecutorWaitResult{}},

@@ -164,6 +164,13 @@ var messageCases = []wireCase{
 	{"artifact.commit result", &protocol.ArtifactCommitResult{ArtifactID: "art-1", Size: 262147, SHA256: "ab12"}, `{"artifact_id":"art-1","size":262147,"sha256":"ab12"}`},
 	{"artifact.abort params", &protocol.ArtifactAbortParams{ArtifactID: "art-1"}, `{"artifact_id":"art-1"}`},
 	{"artifact.abort result", &protocol.ArtifactAbortResult{}, `{}`},
+	{"telemetry.capture params", &protocol.TelemetryCaptureParams{ScopeID: "team", Name: "notes.synced", Properties: raw(`{"notes":3}`)},
+		`{"scope_id":"team","name":"notes.synced","properties":{"notes":3}}`},
+	{"telemetry.capture result", &protocol.TelemetryCaptureResult{}, `{}`},
+	{"telemetry.sink params", &protocol.TelemetrySinkParams{Events: []protocol.TelemetryEvent{
+		{Name: "notes.synced", ScopeID: "team", Extension: "notes", Properties: raw(`{"notes":3}`), Time: t0}}},
+		`{"events":[{"name":"notes.synced","scope_id":"team","extension":"notes","properties":{"notes":3},"time":"2026-11-30T04:00:00Z"}]}`},
+	{"telemetry.sink result", &protocol.TelemetrySinkResult{}, `{}`},
 }
 
 func TestMessagesRoundTrip(t *testing.T) { testRoundTrip(t, messageCases) }

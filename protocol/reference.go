@@ -849,6 +849,8 @@ func goNameTable() []goName {
 		{"MaxLossBytes", fmt.Sprintf("%d bytes: the longest loss statement of a family.", MaxLossBytes)},
 		{"MaxPages", fmt.Sprintf("%d: the most pages an extension may declare.", MaxPages)},
 		{"MaxSummaryBytes", fmt.Sprintf("%d bytes: the longest summary of an operation or page.", MaxSummaryBytes)},
+		{"MaxTelemetryNameBytes", fmt.Sprintf("%d bytes: the longest name of a captured telemetry event.", MaxTelemetryNameBytes)},
+		{"MaxTelemetryPropertiesBytes", formatBytes(MaxTelemetryPropertiesBytes) + ": the most a captured telemetry event's properties carry, as JSON."},
 		{"MaxTitleRunes", fmt.Sprintf("%d characters: the longest title.", MaxTitleRunes)},
 		{"MaxVersionBytes", fmt.Sprintf("%d bytes: the longest release version.", MaxVersionBytes)},
 		{"OperationKindEmit", "`\"" + OperationKindEmit + "\"`: the call becomes an Event the host accepts (`operation.emit`, optionally `emit.commit`)."},

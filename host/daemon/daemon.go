@@ -87,6 +87,10 @@ type Daemon struct {
 	// toolbelt is the runs' toolbelt endpoint and token issuer.
 	toolbelt *toolbelt
 
+	// telemetry is the pipeline of captured telemetry events (compose
+	// starts it; nil offline).
+	telemetry *telemetry
+
 	applyMu sync.Mutex // one validation-and-apply at a time
 	clockMu sync.Mutex // one move of a manual clock at a time
 	passes  *passRunner
@@ -325,7 +329,7 @@ func (d *Daemon) compose(startCfg *Config) error {
 		}
 		pr.params.Store(&params)
 		pr.svc = host.NewService(host.ServiceConfig{Manifest: p.Manifest, Store: d.store, Blobs: d.sqlite,
-			Secrets: &secretResolver{d: d, pkg: p.Name}, Engine: d.engine})
+			Secrets: &secretResolver{d: d, pkg: p.Name}, Engine: d.engine, Telemetry: telemetryRecorder{d}})
 		if err := d.newProcess(pr); err != nil {
 			return err
 		}
@@ -333,6 +337,7 @@ func (d *Daemon) compose(startCfg *Config) error {
 		manifests = append(manifests, p.Manifest)
 	}
 	d.cat = newCatalogue(manifests)
+	d.startTelemetry()
 	return nil
 }
 
@@ -470,6 +475,8 @@ func (d *Daemon) Close(ctx context.Context) error {
 	if d.engine != nil {
 		d.engine.Close()
 	}
+	// Before the packages stop: the sinks get what their buffers hold.
+	d.telemetry.close()
 	var wg sync.WaitGroup
 	perrs := make([]error, len(d.pkgs))
 	for i, pr := range d.pkgs {

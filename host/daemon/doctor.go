@@ -33,12 +33,16 @@ const (
 
 // Doctor runs the daemon's own checks (extensions: each package started,
 // its version, protocol and restarts; store: SQLite's integrity check;
-// lock: the state lock is this daemon's) and every check a package
+// lock: the state lock is this daemon's; telemetry: what was captured and
+// what each sink was delivered or lost) and every check a package
 // declares, through check.run with the read-only configuration view of
 // how the generation in force uses the package. deep asks for the
 // checks' thorough forms. The report is not OK when any check fails.
 func (d *Daemon) Doctor(ctx context.Context, deep bool) client.DoctorReport {
 	checks := []client.DoctorCheck{d.extensionsCheck(), d.storeCheck(ctx), d.lockCheck()}
+	if d.telemetry != nil {
+		checks = append(checks, d.telemetry.check())
+	}
 	checks = append(checks, d.packageChecks(ctx, deep)...)
 	return doctorReport(checks)
 }
