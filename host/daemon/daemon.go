@@ -606,6 +606,9 @@ func (d *Daemon) Paths() client.Paths {
 	if d.webhooks != nil {
 		p.Webhook = d.webhooks.addr()
 	}
+	if d.toolbelt != nil {
+		p.Toolbelt = d.toolbelt.endpoint
+	}
 	return p
 }
 
