@@ -597,7 +597,7 @@ func (p *Process) configure(ctx context.Context, inst *instance, params protocol
 // path under /<name>.
 func CheckRegistrations(m *protocol.Manifest, res protocol.ConfigureResult) error {
 	families := declaredFamilies(m)
-	var errs []error
+	var errs, invalid []error
 	for _, s := range res.Sources {
 		if !protocol.SourceNamespace(m.Name, s.Name) {
 			errs = append(errs, fmt.Errorf("source %q is outside the namespace of %s", s.Name, m.Name))
@@ -605,6 +605,11 @@ func CheckRegistrations(m *protocol.Manifest, res protocol.ConfigureResult) erro
 		for _, f := range s.Families {
 			if !families[f] {
 				errs = append(errs, fmt.Errorf("source %q names family %q, which the manifest does not declare", s.Name, f))
+			}
+		}
+		if s.ReconcileInterval != "" {
+			if d, err := time.ParseDuration(s.ReconcileInterval); err != nil || d < time.Second || !s.Reconcile {
+				invalid = append(invalid, fmt.Errorf("source %q: reconcile_interval %q is not a duration of at least 1s for a reconcile source", s.Name, clipText(s.ReconcileInterval, 64)))
 			}
 		}
 	}
@@ -616,7 +621,21 @@ func CheckRegistrations(m *protocol.Manifest, res protocol.ConfigureResult) erro
 	if len(errs) > 0 {
 		return protocol.NewError(protocol.CodeUnauthorized, errors.Join(errs...).Error())
 	}
+	if len(invalid) > 0 {
+		return protocol.NewError(protocol.CodeInvalid, errors.Join(invalid...).Error())
+	}
 	return nil
+}
+
+// clipText bounds a value an extension sent before a message quotes it.
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 func declaredFamilies(m *protocol.Manifest) map[string]bool {

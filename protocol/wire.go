@@ -156,6 +156,10 @@ type SourceDecl struct {
 	Families []string `json:"families"`
 	// Reconcile marks a source the host also pages with ingress.reconcile.
 	Reconcile bool `json:"reconcile,omitempty"`
+	// ReconcileInterval, for a Reconcile source, is how often the host
+	// scans it: a duration of at least one second, such as "90s" or "5m"
+	// (units ns, us, ms, s, m, h); empty takes the host's default.
+	ReconcileInterval string `json:"reconcile_interval,omitempty"`
 }
 
 // ConfigureResult is what the extension registers for the generation.

@@ -18,8 +18,9 @@ import (
 // The background passes run on the daemon's clock: each admitted
 // package's declared tasks (task.run) at their intervals, and each
 // ingress source the packages registered for reconcile (runtime's
-// Engine.Reconcile, under its page timeout and item and byte limits) on
-// the reconcile schedule. A pass runs first when the daemon starts (or the
+// Engine.Reconcile, under its page timeout and item and byte limits)
+// every reconcile_interval its registration declares (ReconcileInterval
+// when it declares none). A pass runs first when the daemon starts (or the
 // source is registered), then one interval after each run's start. A pass
 // never runs twice at once: one that outlives its interval is counted and
 // logged as an overrun, and the next run starts when it ends (missed
@@ -27,8 +28,8 @@ import (
 // retried at its next interval; a failed scan (a partial one: nothing
 // inferred, no checkpoint moved) after ReconcileRetry.
 
-// ReconcileInterval is how often each reconciling ingress source is
-// scanned (the protocol's sources declare no schedule of their own).
+// ReconcileInterval is how often a reconciling ingress source is scanned
+// when its registration declares no reconcile_interval.
 var ReconcileInterval = 5 * time.Minute
 
 // ReconcileRetry is how soon a scan that failed part-way is run again
@@ -287,8 +288,12 @@ func (d *Daemon) sourcePasses() []passSpec {
 			if !src.Reconcile {
 				continue
 			}
-			specs = append(specs, passSpec{name: src.Name, pkg: pr.pkg.Name, interval: ReconcileInterval,
-				retry: min(ReconcileRetry, ReconcileInterval),
+			interval := ReconcileInterval
+			if d, err := time.ParseDuration(src.ReconcileInterval); err == nil && d >= time.Second {
+				interval = d // configure's check refused any other
+			}
+			specs = append(specs, passSpec{name: src.Name, pkg: pr.pkg.Name, interval: interval,
+				retry: min(ReconcileRetry, interval),
 				run: func(ctx context.Context, _ time.Time) (string, error) {
 					rep, err := d.engine.Reconcile(ctx, src.Name)
 					if errors.Is(err, runtime.ErrNotFound) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,6 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/open-conduit/open-conduit/client"
+	"github.com/open-conduit/open-conduit/host"
+	"github.com/open-conduit/open-conduit/protocol"
 )
 
 var passEpoch = time.Date(2026, 1, 5, 8, 30, 0, 0, time.UTC)
@@ -221,4 +224,27 @@ func TestPassSetReplacesByKind(t *testing.T) {
 	got[h.nextRun(t)]++
 	got[h.nextRun(t)]++
 	assert.Equal(t, map[time.Time]int{passEpoch.Add(time.Minute): 2}, got, "b and t run, a does not")
+}
+
+// Each reconciling source is scanned every reconcile_interval its
+// registration declares, else every ReconcileInterval; a push-only source
+// is not scanned; every pass of the daemon runs on its own schedule.
+func TestDaemonPassesFollowTheirDeclarations(t *testing.T) {
+	m, err := protocol.LoadManifest(filepath.Join("..", "..", "extensions", "notes"))
+	require.NoError(t, err)
+	svc := host.NewService(host.ServiceConfig{Manifest: m})
+	fam := []string{"notes.note"}
+	require.NoError(t, svc.Configure(protocol.ConfigureParams{Entries: []protocol.ConfigEntry{{ScopeID: "home", ID: "inbox", Type: "notes"}}},
+		protocol.ConfigureResult{Sources: []protocol.SourceDecl{
+			{Name: "notes/fast", ScopeID: "home", Families: fam, Reconcile: true, ReconcileInterval: "90s"},
+			{Name: "notes/default", ScopeID: "home", Families: fam, Reconcile: true},
+			{Name: "notes/push", ScopeID: "home", Families: fam},
+		}}))
+	d := &Daemon{pkgs: []*pkgRun{{pkg: host.Package{Name: "notes", Manifest: m}, svc: svc}}}
+	got := map[string]time.Duration{}
+	for _, s := range append(d.sourcePasses(), d.taskPasses()...) {
+		got[s.name] = s.interval
+	}
+	assert.Equal(t, map[string]time.Duration{"notes/fast": 90 * time.Second, "notes/default": ReconcileInterval,
+		"notes-digest-arm": time.Hour}, got)
 }
