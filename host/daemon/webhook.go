@@ -177,18 +177,11 @@ func (w *webhookListener) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	}
 	events, err := w.accept.accept(ctx, envs)
 	if err != nil {
-		switch {
-		case errors.Is(err, runtime.ErrConflict):
-			w.refuse(rw, http.StatusConflict, "conflict", "an Event of this delivery was accepted before with other content")
-		case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
-			w.refuse(rw, http.StatusGatewayTimeout, "timeout", "not accepted within %v: retry", WebhookTimeout)
-		case errors.Is(err, runtime.ErrInvalid), errors.Is(err, runtime.ErrUnauthorized), errors.Is(err, runtime.ErrCausalLimit):
-			w.d.log.Warn("webhook: the store refused the package's Events", "package", pr.pkg.Name, "path", p, "err", err)
-			w.refuse(rw, http.StatusBadGateway, "bad_answer", "the package's Events were refused; nothing was accepted")
-		default:
-			w.d.log.Error("webhook: accepting the Events failed", "package", pr.pkg.Name, "path", p, "err", err)
-			w.refuse(rw, http.StatusInternalServerError, "store_failed", "the Events could not be stored; nothing was accepted: retry")
+		status, code, msg := acceptRefusal(err)
+		if status != http.StatusConflict && status != http.StatusGatewayTimeout {
+			w.d.log.Error("webhook: the Events were not accepted", "package", pr.pkg.Name, "path", p, "err", err)
 		}
+		w.refuse(rw, status, code, "%s", msg)
 		return
 	}
 	a := webhookAnswer{Accepted: len(events), Events: make([]string, len(events))}
@@ -209,25 +202,45 @@ var refusalStatus = map[protocol.Code]int{
 	protocol.CodeCausalLimit:   http.StatusTooManyRequests,
 }
 
-// handleFailed answers a webhook.handle that did not yield Events: the
-// package's refusal as 4xx with its reason; a bad answer, a crash, a lost
-// connection or a timeout as 5xx (the sender retries; nothing was
-// accepted).
+// handleFailed answers a webhook.handle that did not yield Events.
 func (w *webhookListener) handleFailed(rw http.ResponseWriter, pkg string, ctx context.Context, err error) {
+	status, code, msg := handleRefusal(ctx.Err(), err, pkg)
+	if status >= 500 {
+		w.d.log.Warn("webhook: the package did not handle the request", "package", pkg, "status", status, "err", err)
+	}
+	w.refuse(rw, status, code, "%s", msg)
+}
+
+// handleRefusal is the answer to a webhook.handle that failed with err
+// (ctxErr is the request's context's error): the package's refusal is 4xx
+// with its reason; a bad answer, a crash, a lost connection or a timeout
+// is 5xx (the sender retries; nothing was accepted).
+func handleRefusal(ctxErr, err error, pkg string) (status int, code, message string) {
 	var pe *protocol.Error
 	switch {
 	case errors.Is(err, host.ErrWebhookAnswer):
-		w.d.log.Warn("webhook: the package's answer was refused", "package", pkg, "err", err)
-		w.refuse(rw, http.StatusBadGateway, "bad_answer", "the package's answer was refused; nothing was accepted")
-	case ctx.Err() != nil:
-		w.d.log.Warn("webhook: the package did not answer in time", "package", pkg, "timeout", WebhookTimeout)
-		w.refuse(rw, http.StatusGatewayTimeout, "timeout", "the package did not answer within %v: retry", WebhookTimeout)
+		return http.StatusBadGateway, "bad_answer", "the package's answer was refused; nothing was accepted"
+	case ctxErr != nil:
+		return http.StatusGatewayTimeout, "timeout", fmt.Sprintf("the package did not answer within %v: retry", WebhookTimeout)
 	case errors.As(err, &pe) && refusalStatus[pe.Code] != 0:
-		w.refuse(rw, refusalStatus[pe.Code], string(pe.Code), "%s", pe.Message)
+		return refusalStatus[pe.Code], string(pe.Code), pe.Message
 	case errors.As(err, &pe) && (pe.Code == protocol.CodeOverloaded || pe.Code == protocol.CodeShuttingDown):
-		w.refuse(rw, http.StatusServiceUnavailable, string(pe.Code), "the package is %s: retry", strings.ReplaceAll(string(pe.Code), "_", " "))
-	default:
-		w.d.log.Warn("webhook: the package failed", "package", pkg, "err", err)
-		w.refuse(rw, http.StatusBadGateway, "package_failed", "the package %s failed to handle the request; nothing was accepted: retry", pkg)
+		return http.StatusServiceUnavailable, string(pe.Code), fmt.Sprintf("the package is %s: retry", strings.ReplaceAll(string(pe.Code), "_", " "))
 	}
+	return http.StatusBadGateway, "package_failed", fmt.Sprintf("the package %s failed to handle the request; nothing was accepted: retry", pkg)
+}
+
+// acceptRefusal is the answer to a delivery whose Events the store did
+// not accept (none of them was).
+func acceptRefusal(err error) (status int, code, message string) {
+	switch {
+	case errors.Is(err, runtime.ErrConflict):
+		// Deterministic: the same identity with other content never will be.
+		return http.StatusConflict, "conflict", "an Event of this delivery was accepted before with other content"
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
+		return http.StatusGatewayTimeout, "timeout", fmt.Sprintf("not accepted within %v: retry", WebhookTimeout)
+	case errors.Is(err, runtime.ErrInvalid), errors.Is(err, runtime.ErrUnauthorized), errors.Is(err, runtime.ErrCausalLimit):
+		return http.StatusBadGateway, "bad_answer", "the package's Events were refused; nothing was accepted"
+	}
+	return http.StatusInternalServerError, "store_failed", "the Events could not be stored; nothing was accepted: retry"
 }

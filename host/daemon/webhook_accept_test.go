@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -12,6 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/open-conduit/open-conduit/host"
+	"github.com/open-conduit/open-conduit/protocol"
 	"github.com/open-conduit/open-conduit/runtime"
 	"github.com/open-conduit/open-conduit/runtime/sqlite"
 )
@@ -128,4 +131,54 @@ func TestGroupAcceptorClosed(t *testing.T) {
 	_, err = g.accept(t.Context(), []runtime.Envelope{env("b", `{}`)})
 	assert.ErrorIs(t, err, errAcceptorClosed)
 	assert.Equal(t, 1, countEvents(t, s))
+}
+
+// Every way a delivery can fail has its answer: the package's refusals
+// 4xx with its reason, everything else 5xx (nothing was accepted, so the
+// sender retries).
+func TestWebhookFailureAnswers(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		ctxErr error
+		err    error
+		status int
+		code   string
+	}{
+		{"a bad signature", nil, protocol.NewError(protocol.CodeUnauthorized, "bad signature"), 401, "unauthorized"},
+		{"a malformed body", nil, protocol.NewError(protocol.CodeInvalid, "delivery body"), 400, "invalid"},
+		{"bad params", nil, protocol.NewError(protocol.CodeInvalidParams, "x"), 400, "invalid_params"},
+		{"not the package's path", nil, protocol.NewError(protocol.CodeNotFound, "x"), 404, "not_found"},
+		{"a conflict", nil, protocol.NewError(protocol.CodeConflict, "x"), 409, "conflict"},
+		{"a causal limit", nil, protocol.NewError(protocol.CodeCausalLimit, "x"), 429, "causal_limit"},
+		{"an overloaded package", nil, protocol.NewError(protocol.CodeOverloaded, "x"), 503, "overloaded"},
+		{"a package shutting down", nil, protocol.NewError(protocol.CodeShuttingDown, "x"), 503, "shutting_down"},
+		{"an internal error", nil, protocol.NewError(protocol.CodeInternal, "x"), 502, "package_failed"},
+		{"a crash", nil, errors.New("jsonrpc: connection ended"), 502, "package_failed"},
+		{"a refused answer", nil, fmt.Errorf("%w: event 0", host.ErrWebhookAnswer), 502, "bad_answer"},
+		{"the deadline", context.DeadlineExceeded, context.DeadlineExceeded, 504, "timeout"},
+	} {
+		status, code, msg := handleRefusal(c.ctxErr, c.err, "notes")
+		assert.Equal(t, c.status, status, c.name)
+		assert.Equal(t, c.code, code, c.name)
+		assert.NotEmpty(t, msg, c.name)
+	}
+	assert.NotContains(t, func() string { _, _, m := handleRefusal(nil, errors.New("secret detail"), "notes"); return m }(), "secret detail",
+		"a failure's detail is logged, not sent")
+
+	for _, c := range []struct {
+		name   string
+		err    error
+		status int
+		code   string
+	}{
+		{"a conflict", fmt.Errorf("envelope 0: %w", runtime.ErrConflict), 409, "conflict"},
+		{"an invalid envelope", fmt.Errorf("envelope 0: %w", runtime.ErrInvalid), 502, "bad_answer"},
+		{"a causal limit", runtime.ErrCausalLimit, 502, "bad_answer"},
+		{"a store failure", errDiskFull, 500, "store_failed"},
+		{"the deadline", context.DeadlineExceeded, 504, "timeout"},
+	} {
+		status, code, _ := acceptRefusal(c.err)
+		assert.Equal(t, c.status, status, c.name)
+		assert.Equal(t, c.code, code, c.name)
+	}
 }
