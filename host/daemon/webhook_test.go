@@ -227,3 +227,28 @@ func TestWebhookPackageKilledMidRequest(t *testing.T) {
 	require.Equal(t, http.StatusOK, status)
 	assert.Len(t, w.events(t), 2, "accepted exactly once")
 }
+
+// The paths served are those of the generation in force: an entry that no
+// longer names a webhook connection stops being served at the apply, and
+// serves again when it does, without a restart.
+func TestWebhookPathsFollowTheGeneration(t *testing.T) {
+	w := openWebhookDaemon(t)
+	ctx := t.Context()
+	proc, _, _ := w.d.Package("notes")
+	pid := proc.PID()
+	without := strings.Replace(webhookConfig, `, "connection": "hook"}]`, `}]`, 1)
+	require.NotEqual(t, webhookConfig, without)
+
+	_, ds, err := w.d.ApplyConfig(ctx, []byte(without))
+	require.NoError(t, err)
+	require.Empty(t, ds)
+	status, _ := post(t, ctx, w.url, webhookSecret, signedDelivery)
+	assert.Equal(t, http.StatusNotFound, status, "no longer registered")
+
+	_, ds, err = w.d.ApplyConfig(ctx, []byte(webhookConfig))
+	require.NoError(t, err)
+	require.Empty(t, ds)
+	status, _ = post(t, ctx, w.url, webhookSecret, signedDelivery)
+	assert.Equal(t, http.StatusOK, status, "registered again")
+	assert.Equal(t, pid, proc.PID(), "without a restart")
+}
