@@ -154,3 +154,27 @@ func TestRunnerRunThatFailsEndsFailed(t *testing.T) {
 		assert.Equal(t, "exit status 3", x.Error)
 	}
 }
+
+// TestToolbeltCallRefusesWithoutAToolbelt: outside a run (no endpoint or
+// token in the environment) the call is refused before anything is sent;
+// bad arguments are usage errors.
+func TestToolbeltCallRefusesWithoutAToolbelt(t *testing.T) {
+	t.Setenv(protocol.ToolbeltEndpointEnv, "")
+	t.Setenv(protocol.ToolbeltTokenEnv, "")
+	for _, c := range []struct {
+		args   []string
+		code   int
+		stderr string
+	}{
+		{[]string{"notes.add", `{"title":"x"}`}, exitFail, "this process has no toolbelt"},
+		{[]string{"notes.add", `{"title":`}, exitUsage, "INPUT is not JSON"},
+		{[]string{}, exitUsage, "one operation and at most one input"},
+		{[]string{"a", "{}", "extra"}, exitUsage, "one operation and at most one input"},
+		{[]string{"--nope", "a"}, exitUsage, "flag provided but not defined"},
+	} {
+		var stdout, stderr strings.Builder
+		assert.Equal(t, c.code, toolbeltCallCommand(c.args, &stdout, &stderr), "%v", c.args)
+		assert.Contains(t, stderr.String(), c.stderr, "%v", c.args)
+		assert.Empty(t, stdout.String())
+	}
+}
