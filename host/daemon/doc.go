@@ -25,6 +25,14 @@
 // timeout or a store failure 5xx with nothing accepted (MaxWebhookBody,
 // WebhookConcurrency and WebhookTimeout bound it).
 //
+// Executions run Work on its binding's executor with the binding's
+// executor config, within the pool limits (settings.concurrency for agent
+// turns, settings.job_concurrency for jobs), under leases the engine
+// renews while a run is alive. A binding that grants the toolbelt gives
+// each attempt the endpoint <state>/toolbelt.sock (HTTP on a unix socket,
+// mode 0600) and a token for that attempt at its lease epoch; a call
+// reaches the operations the binding grants and no others (toolbelt.go).
+//
 // One daemon holds a state directory (an flock on <state>/lock naming its
 // PID). Close shuts down in order: the API and the webhook listener
 // (requests in flight finish), the engine's observation (runs go on),
