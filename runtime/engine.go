@@ -161,7 +161,11 @@ type Config struct {
 //   - Scheduling (StartPending, Adopt): pending Work starts on its
 //     binding's executor within its pool's capacity, one Execution per
 //     attempt under the lease "work/<id>" at a new epoch; every write on
-//     the attempt's behalf is fenced by that epoch. A crash of the executor
+//     the attempt's behalf is fenced by that epoch. The observer renews the
+//     lease every third of LeaseTTL while the run is alive and stops
+//     observing, writing nothing more, once a renewal finds it superseded.
+//     A run gets its binding's executor config and, when the binding
+//     grants the toolbelt, an endpoint and token from Config.Toolbelt. A crash of the executor
 //     is recovered, a run that cannot be adopted is stopped and retried,
 //     failures retry with exponential backoff (a TimerRetry timer).
 //   - Waits and timers (DeclareWait, SetWaitProgress, ArmTimer, FireDue).
