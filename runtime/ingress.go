@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -112,6 +113,18 @@ type reconcileItem struct {
 	// unchanged observation is known by its bytes without validating and
 	// signing it again (empty in snapshots written before it was kept).
 	Raw string `json:"raw,omitempty"`
+}
+
+// recordHolds reports whether val, an item record as kvPut encodes it
+// (fields in reconcileItem's order, Raw last when set), is the record of
+// version and raw, without decoding it.
+func recordHolds(val []byte, version, raw string) bool {
+	v, err := json.Marshal(version)
+	if err != nil || raw == "" {
+		return false
+	}
+	prefix := append(append([]byte(`{"version":`), v...), ',')
+	return bytes.HasPrefix(val, prefix) && bytes.HasSuffix(val, []byte(`,"raw":"`+raw+`"}`))
 }
 
 // rawDigest is a digest of every field of env as it stands, each
@@ -353,25 +366,40 @@ func (e *Engine) applyPage(ctx context.Context, source, scopeID, scan string, se
 				return fmt.Errorf("observation %d: %w", i, err)
 			}
 			raw := rawDigest(env)
-			var stored reconcileItem
-			found, err := kvGetJSON(tx, NamespaceIngress, itemKey(source, obs.Item), &stored)
+			entry, found, err := tx.KVGet(NamespaceIngress, itemKey(source, obs.Item))
 			if err != nil {
 				return err
 			}
-			if prev, dup := inPage[obs.Item]; !dup && found && stored.Version == obs.Version && stored.Raw == raw {
+			prev, dup := inPage[obs.Item]
+			if !dup && found && recordHolds(entry.Value, obs.Version, raw) {
 				// The bytes the snapshot's item was validated and signed
-				// from: unchanged, nothing to check again or write.
-				inPage[obs.Item] = stored
+				// from: unchanged, nothing to decode, check again or write.
+				inPage[obs.Item] = reconcileItem{Version: obs.Version, Raw: raw}
 				unchanged++
 				continue
-			} else if dup && prev.Raw == raw && prev.Version == obs.Version {
+			}
+			if dup && prev.Raw == raw && prev.Version == obs.Version {
+				continue
+			}
+			var stored reconcileItem
+			if found {
+				if _, err := kvGetJSONValue(entry, &stored); err != nil {
+					return err
+				}
+			}
+			if !dup && found && stored.Version == obs.Version && stored.Raw == raw {
+				inPage[obs.Item] = stored // the same record, encoded otherwise
+				unchanged++
 				continue
 			}
 			sig, err := ValidateEnvelope(env)
 			if err != nil {
 				return fmt.Errorf("observation %d: %w", i, err)
 			}
-			if prev, dup := inPage[obs.Item]; dup {
+			if dup {
+				if prev.Signature == "" {
+					prev.Signature = stored.Signature // prev was the snapshot's record, known by its bytes
+				}
 				if prev.Version != obs.Version || prev.Signature != sig {
 					return fmt.Errorf("%w: item %q appears twice in one page with different content", ErrConflict, obs.Item)
 				}
