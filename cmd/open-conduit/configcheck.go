@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/open-conduit/open-conduit/host"
 	"github.com/open-conduit/open-conduit/host/daemon"
@@ -59,6 +60,12 @@ func configCheckCommand(args []string, stdout, stderr io.Writer) int {
 		}
 		*configDir = cfg
 	}
+	if info, err := os.Stat(*configDir); err != nil || !info.IsDir() {
+		// A mistyped --config would otherwise check the empty
+		// configuration and pass.
+		fmt.Fprintf(stderr, "open-conduit config check: %s is not a config directory\n", *configDir)
+		return exitFail
+	}
 	file := filepath.Join(*configDir, daemon.ConfigFile)
 	doc, found, err := daemon.ReadConfigFile(*configDir)
 	if err != nil {
@@ -104,7 +111,7 @@ func printConfigCheck(w io.Writer, r configCheckReport) {
 		}
 	}
 	for _, p := range r.Refused {
-		fmt.Fprintf(w, "  package %s refused at discovery: %s\n", p.Name, p.LastError)
+		fmt.Fprintf(w, "  package %s refused at discovery: %s\n", p.Name, strings.Join(strings.Fields(p.LastError), " "))
 	}
 	switch {
 	case !r.Found && r.Valid:

@@ -205,6 +205,15 @@ func TestConfigCheckPackageThatCannotStart(t *testing.T) {
 	assertTempRemoved(t, r)
 }
 
+// TestConfigCheckMissingDirectory: a --config that is not a directory is
+// a failure, not the empty configuration passing.
+func TestConfigCheckMissingDirectory(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "nope")
+	code, stdout, stderr := runWords("config", "check", "--config", missing)
+	assert.Equal(t, exitFail, code, stdout)
+	assert.Contains(t, stderr, missing+" is not a config directory")
+}
+
 func TestConfigCheckUsage(t *testing.T) {
 	code, _, stderr := runWords("config", "check", "extra")
 	assert.Equal(t, exitUsage, code)
