@@ -61,6 +61,7 @@ func checkExtension(ext *Extension, m *protocol.Manifest) error {
 		webhooks = webhooks || x.Webhooks
 	}
 	need(ext.Webhook != nil, webhooks, "webhooks (an extension type with webhooks)")
+	need(ext.TelemetrySink != nil, holdsPermission(m, protocol.PermissionTelemetrySink), "the permission telemetry.sink")
 
 	var ingress []string
 	for _, x := range p.Extensions {

@@ -63,6 +63,7 @@ func init() {
 		}),
 
 		"webhook.handle": serveWith(serveWebhook),
+		"telemetry.sink": serveWith(serveTelemetrySink),
 
 		"operation.call": serveWith(func(s *server, ctx context.Context, p protocol.OperationCallParams) (protocol.OperationCallResult, error) {
 			op, err := operation(s, p.Operation, protocol.OperationKindHandler)

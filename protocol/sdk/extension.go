@@ -104,6 +104,11 @@ type Extension struct {
 	Tasks map[string]Func[protocol.TaskRunParams, protocol.TaskRunResult]
 	// Checks are the doctor checks, by check name.
 	Checks map[string]Func[protocol.CheckRunParams, protocol.CheckRunResult]
+	// TelemetrySink receives every telemetry event the host records, from
+	// every scope, in batches (telemetry.sink); set exactly when the
+	// manifest holds the permission telemetry.sink. Host.CaptureTelemetry
+	// records one (permission telemetry.capture).
+	TelemetrySink Func[protocol.TelemetrySinkParams, protocol.TelemetrySinkResult]
 
 	// Validate checks one config object before the host applies a
 	// configuration (an entry, a route's config, a binding, an executor
