@@ -33,10 +33,22 @@
 // mode 0600) and a token for that attempt at its lease epoch; a call
 // reaches the operations the binding grants and no others (toolbelt.go).
 //
+// CheckOffline is the same validation with no daemon and no store
+// (`open-conduit config check`): a package is started, for validate alone,
+// only when the document has objects its validate checks. Doctor (GET
+// /v1/doctor) runs the daemon's own checks (extensions, store, lock,
+// telemetry) and every check a package declares, through check.run with
+// the read-only view of how the configuration uses that package.
+// Telemetry a package captures (permission telemetry.capture) is written
+// to <state>/logs/telemetry.jsonl and handed to every package holding
+// telemetry.sink through a bounded buffer per sink that drops with
+// accounting, never waiting for a sink (telemetry.go).
+//
 // One daemon holds a state directory (an flock on <state>/lock naming its
 // PID). Close shuts down in order: the API and the webhook listener
 // (requests in flight finish), the engine's observation (runs go on),
-// shutdown to every package at once, the running executions' leases
+// the telemetry sinks' buffers flushed, shutdown to every package at
+// once, the running executions' leases
 // released for the next daemon to adopt (executor.recover), the store.
 //
 //	d, err := daemon.Open(ctx, daemon.Options{ConfigDir: cfg, StateDir: state, BundledDir: bundled})
