@@ -33,6 +33,15 @@
 // mode 0600) and a token for that attempt at its lease epoch; a call
 // reaches the operations the binding grants and no others (toolbelt.go).
 //
+// The daemon's clock (Options.Clock) is its one source of logical time:
+// the engine's timers, waits, retries and leases, and the background
+// passes Run drives on it (passes.go): each package's declared tasks at
+// their intervals, and a reconcile scan of each registered ingress source
+// at its reconcile_interval (default ReconcileInterval). A pass never runs
+// twice at once; an overrun is counted in Status and logged, and the next
+// run waits for it. serve --test-clock runs on a ManualClock that the API
+// moves (POST /v1/clock/advance), so all of this is tested without sleeps.
+//
 // CheckOffline is the same validation with no daemon and no store
 // (`open-conduit config check`): a package is started, for validate alone,
 // only when the document has objects its validate checks. Doctor (GET
