@@ -145,6 +145,9 @@ func (r *passRunner) clockMoved() {
 
 // statuses are the passes by kind, package and name.
 func (r *passRunner) statuses() []client.PassStatus {
+	if r == nil {
+		return nil // a Daemon not built by Open
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := make([]client.PassStatus, 0, len(r.passes))
