@@ -2,37 +2,41 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
-	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/open-conduit/open-conduit/host"
 )
 
-// minimalPackages writes n packages p01…pNN whose command runs this test
-// binary as a minimal SDK extension, and discovers them.
+// minimalPackages writes n packages p01…pNN whose command is the small
+// SDK extension testdata/minimalext in mode (minimal, slow or barrier, with
+// args), and discovers them. A small binary rather than this test binary,
+// so a start costs what the daemon does and what a small extension costs,
+// not the start-up of a test binary that links the whole store.
 func minimalPackages(tb testing.TB, n int, mode string, args ...string) []host.Package {
 	tb.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		tb.Fatal(err)
-	}
+	exe := minimalExtension(tb)
 	root := tb.TempDir()
+	command, _ := json.Marshal(append([]string{"minimalext", mode}, args...))
 	for i := 1; i <= n; i++ {
 		name := fmt.Sprintf("p%02d", i)
 		dir := filepath.Join(root, name)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			tb.Fatal(err)
 		}
-		script := fmt.Sprintf("#!/bin/sh\nexec %q child:%s %s\n", exe, mode, strings.Join(args, " "))
-		manifest := fmt.Sprintf(`{"name": %q, "version": "1", "command": ["run.sh"], "protocol": [1], "provides": {}}`, name)
-		if err := os.WriteFile(filepath.Join(dir, "run.sh"), []byte(script), 0o755); err != nil {
+		// A hard link stays inside the package as far as the link check
+		// goes (a symlink out of the package is refused).
+		if err := os.Link(exe, filepath.Join(dir, "minimalext")); err != nil {
 			tb.Fatal(err)
 		}
+		manifest := fmt.Sprintf(`{"name": %q, "version": "1", "command": %s, "protocol": [1], "provides": {}}`, name, command)
 		if err := os.WriteFile(filepath.Join(dir, "open-conduit-extension.json"), []byte(manifest), 0o644); err != nil {
 			tb.Fatal(err)
 		}
@@ -42,6 +46,37 @@ func minimalPackages(tb testing.TB, n int, mode string, args ...string) []host.P
 		tb.Fatalf("discovered %d packages of %d: %v %v", len(pkgs), n, problems, err)
 	}
 	return pkgs
+}
+
+// slowHandshake is how long a "slow" minimalext takes to initialize
+// (its own constant of the same name).
+const slowHandshake = 100 * time.Millisecond
+
+var (
+	minimalOnce sync.Once
+	minimalDir  string
+	minimalPath string
+	minimalErr  error
+)
+
+// minimalExtension builds testdata/minimalext once per test binary (its
+// directory is removed by TestMain).
+func minimalExtension(tb testing.TB) string {
+	tb.Helper()
+	minimalOnce.Do(func() {
+		if minimalDir, minimalErr = os.MkdirTemp("", "oc-minimal"); minimalErr != nil {
+			return
+		}
+		minimalPath = filepath.Join(minimalDir, "minimalext")
+		out, err := exec.Command("go", "build", "-o", minimalPath, "./testdata/minimalext").CombinedOutput()
+		if err != nil {
+			minimalErr = fmt.Errorf("go build ./testdata/minimalext: %v\n%s", err, out)
+		}
+	})
+	if minimalErr != nil {
+		tb.Fatal(minimalErr)
+	}
+	return minimalPath
 }
 
 // openTimed opens a daemon over pkgs and returns how long Open took; the
