@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -27,33 +28,28 @@ func doctorCommand(args []string, stdout, stderr io.Writer) int {
 	if !o.parse(args, 0, 0) {
 		return exitUsage
 	}
-	c, ok := o.client()
-	if !ok {
-		return exitFail
-	}
-	defer c.Close()
-	ctx, cancel := opsContext()
-	defer cancel()
-	rep, err := c.Doctor(ctx, deep)
-	if err != nil {
-		return o.fail(err)
-	}
-	if code := o.print(rep, func(w *tabwriter.Writer) {
-		fmt.Fprintln(w, "CHECK\tSTATUS\tCODE\tDETAIL")
-		for _, ch := range rep.Checks {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", ch.Name, ch.Status, orDash(ch.Code), orDash(oneLine(ch.Detail, 160)))
-			for _, item := range ch.Items {
-				fmt.Fprintf(w, "  \t\t\t- %s\n", oneLine(item, 160))
-			}
+	return o.call(func(ctx context.Context, c *client.Client) int {
+		rep, err := c.Doctor(ctx, deep)
+		if err != nil {
+			return o.fail(err)
 		}
-	}); code != exitOK {
-		return code
-	}
-	if !rep.OK {
-		fmt.Fprintf(stderr, "open-conduit doctor: %d checks failed\n", failed(rep))
-		return exitFail
-	}
-	return exitOK
+		if code := o.print(rep, func(w *tabwriter.Writer) {
+			fmt.Fprintln(w, "CHECK\tSTATUS\tCODE\tDETAIL")
+			for _, ch := range rep.Checks {
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", ch.Name, ch.Status, orDash(ch.Code), orDash(oneLine(ch.Detail, 160)))
+				for _, item := range ch.Items {
+					fmt.Fprintf(w, "  \t\t\t- %s\n", oneLine(item, 160))
+				}
+			}
+		}); code != exitOK {
+			return code
+		}
+		if !rep.OK {
+			fmt.Fprintf(stderr, "open-conduit doctor: %d checks failed\n", failed(rep))
+			return exitFail
+		}
+		return exitOK
+	})
 }
 
 func failed(rep client.DoctorReport) int {

@@ -129,6 +129,20 @@ func (o *opsCommand) client() (*client.Client, bool) {
 	return client.New(sock), true
 }
 
+// call dials the daemon and runs fn with the client and the command's
+// context, returning fn's exit status; without a daemon it has reported
+// why and returns exitFail.
+func (o *opsCommand) call(fn func(ctx context.Context, c *client.Client) int) int {
+	c, ok := o.client()
+	if !ok {
+		return exitFail
+	}
+	defer c.Close()
+	ctx, cancel := opsContext()
+	defer cancel()
+	return fn(ctx, c)
+}
+
 // fail reports err and returns the failure exit status. A configuration
 // refusal lists every diagnostic.
 func (o *opsCommand) fail(err error) int {
@@ -222,43 +236,38 @@ func statusCommand(args []string, stdout, stderr io.Writer) int {
 	if !o.parse(args, 0, 0) {
 		return exitUsage
 	}
-	c, ok := o.client()
-	if !ok {
-		return exitFail
-	}
-	defer c.Close()
-	ctx, cancel := opsContext()
-	defer cancel()
-	st, err := c.Status(ctx)
-	if err != nil {
-		return o.fail(err)
-	}
-	return o.print(st, func(w *tabwriter.Writer) {
-		ready := "no"
-		if st.Ready {
-			ready = "yes"
+	return o.call(func(ctx context.Context, c *client.Client) int {
+		st, err := c.Status(ctx)
+		if err != nil {
+			return o.fail(err)
 		}
-		fmt.Fprintf(w, "daemon\t%s (pid %d, protocol %v)\n", orDash(st.DaemonVersion), st.PID, st.ProtocolVersions)
-		fmt.Fprintf(w, "ready\t%s\n", ready)
-		fmt.Fprintf(w, "generation\t%d %s applied %s\n", st.Generation.Number, orDash(st.Generation.Hash), stamp(st.Generation.AppliedAt))
-		fmt.Fprintf(w, "socket\t%s\n", st.Paths.Socket)
-		fmt.Fprintf(w, "webhooks\t%s\n", orDash(st.Paths.Webhook))
-		fmt.Fprintf(w, "logs\t%s\n", st.Paths.Logs)
-		fmt.Fprintf(w, "state\t%s\n", st.Paths.State)
-		fmt.Fprintf(w, "config\t%s\n", st.Paths.Config)
-		fmt.Fprintf(w, "packages\t%d\n", len(st.Packages))
-		for _, p := range st.Packages {
-			fmt.Fprintf(w, "  %s\t%s %s, %s, restarts %d%s\n", p.Name, p.Version, p.State, p.Origin, p.Restarts, lastError(p))
-		}
-		fmt.Fprintf(w, "passes\t%d\n", len(st.Passes))
-		for _, p := range st.Passes {
-			last := ""
-			if p.LastError != "" {
-				last = ", last error: " + oneLine(p.LastError, 120)
+		return o.print(st, func(w *tabwriter.Writer) {
+			ready := "no"
+			if st.Ready {
+				ready = "yes"
 			}
-			fmt.Fprintf(w, "  %s %s\t%s, every %s: %d runs, %d failed, %d overran, next %s%s\n", p.Kind, p.Name, p.Package,
-				p.Interval, p.Runs, p.Failures, p.Overruns, stamp(p.Next), last)
-		}
+			fmt.Fprintf(w, "daemon\t%s (pid %d, protocol %v)\n", orDash(st.DaemonVersion), st.PID, st.ProtocolVersions)
+			fmt.Fprintf(w, "ready\t%s\n", ready)
+			fmt.Fprintf(w, "generation\t%d %s applied %s\n", st.Generation.Number, orDash(st.Generation.Hash), stamp(st.Generation.AppliedAt))
+			fmt.Fprintf(w, "socket\t%s\n", st.Paths.Socket)
+			fmt.Fprintf(w, "webhooks\t%s\n", orDash(st.Paths.Webhook))
+			fmt.Fprintf(w, "logs\t%s\n", st.Paths.Logs)
+			fmt.Fprintf(w, "state\t%s\n", st.Paths.State)
+			fmt.Fprintf(w, "config\t%s\n", st.Paths.Config)
+			fmt.Fprintf(w, "packages\t%d\n", len(st.Packages))
+			for _, p := range st.Packages {
+				fmt.Fprintf(w, "  %s\t%s %s, %s, restarts %d%s\n", p.Name, p.Version, p.State, p.Origin, p.Restarts, lastError(p))
+			}
+			fmt.Fprintf(w, "passes\t%d\n", len(st.Passes))
+			for _, p := range st.Passes {
+				last := ""
+				if p.LastError != "" {
+					last = ", last error: " + oneLine(p.LastError, 120)
+				}
+				fmt.Fprintf(w, "  %s %s\t%s, every %s: %d runs, %d failed, %d overran, next %s%s\n", p.Kind, p.Name, p.Package,
+					p.Interval, p.Runs, p.Failures, p.Overruns, stamp(p.Next), last)
+			}
+		})
 	})
 }
 
@@ -274,23 +283,18 @@ func extensionListCommand(args []string, stdout, stderr io.Writer) int {
 	if !o.parse(args, 0, 0) {
 		return exitUsage
 	}
-	c, ok := o.client()
-	if !ok {
-		return exitFail
-	}
-	defer c.Close()
-	ctx, cancel := opsContext()
-	defer cancel()
-	st, err := c.Status(ctx)
-	if err != nil {
-		return o.fail(err)
-	}
-	return o.print(st.Packages, func(w *tabwriter.Writer) {
-		fmt.Fprintln(w, "NAME\tVERSION\tSTATE\tORIGIN\tPROTOCOL\tRESTARTS\tPERMISSIONS\tLAST ERROR")
-		for _, p := range st.Packages {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", p.Name, p.Version, p.State, p.Origin, p.Protocol, p.Restarts,
-				orDash(strings.Join(p.Permissions, ",")), orDash(oneLine(p.LastError, 80)))
+	return o.call(func(ctx context.Context, c *client.Client) int {
+		st, err := c.Status(ctx)
+		if err != nil {
+			return o.fail(err)
 		}
+		return o.print(st.Packages, func(w *tabwriter.Writer) {
+			fmt.Fprintln(w, "NAME\tVERSION\tSTATE\tORIGIN\tPROTOCOL\tRESTARTS\tPERMISSIONS\tLAST ERROR")
+			for _, p := range st.Packages {
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", p.Name, p.Version, p.State, p.Origin, p.Protocol, p.Restarts,
+					orDash(strings.Join(p.Permissions, ",")), orDash(oneLine(p.LastError, 80)))
+			}
+		})
 	})
 }
 
@@ -311,29 +315,24 @@ func eventsCommand(args []string, stdout, stderr io.Writer) int {
 		o.usage("--limit %d is not between 1 and %d", q.Limit, client.MaxPageLimit)
 		return exitUsage
 	}
-	c, ok := o.client()
-	if !ok {
-		return exitFail
-	}
-	defer c.Close()
-	ctx, cancel := opsContext()
-	defer cancel()
-	page, err := c.Events(ctx, q)
-	if err != nil {
-		return o.fail(err)
-	}
-	if !follow {
-		return o.print(page, func(w *tabwriter.Writer) {
-			eventHeader(w)
-			for _, e := range page.Events {
-				eventRow(w, e)
-			}
-			if page.Next != 0 {
-				fmt.Fprintf(w, "(more: --after %d)\n", page.Next)
-			}
-		})
-	}
-	return o.followEvents(ctx, c, q, page)
+	return o.call(func(ctx context.Context, c *client.Client) int {
+		page, err := c.Events(ctx, q)
+		if err != nil {
+			return o.fail(err)
+		}
+		if !follow {
+			return o.print(page, func(w *tabwriter.Writer) {
+				eventHeader(w)
+				for _, e := range page.Events {
+					eventRow(w, e)
+				}
+				if page.Next != 0 {
+					fmt.Fprintf(w, "(more: --after %d)\n", page.Next)
+				}
+			})
+		}
+		return o.followEvents(ctx, c, q, page)
+	})
 }
 
 // followEvents prints the log from q.After and then every new Event as it
@@ -407,32 +406,27 @@ func workCommand(args []string, stdout, stderr io.Writer) int {
 	if !o.parse(args, 0, 1) {
 		return exitUsage
 	}
-	c, ok := o.client()
-	if !ok {
-		return exitFail
-	}
-	defer c.Close()
-	ctx, cancel := opsContext()
-	defer cancel()
-	if len(o.args) == 1 {
-		d, err := c.Work(ctx, o.args[0])
+	return o.call(func(ctx context.Context, c *client.Client) int {
+		if len(o.args) == 1 {
+			d, err := c.Work(ctx, o.args[0])
+			if err != nil {
+				return o.fail(err)
+			}
+			return o.print(d, func(w *tabwriter.Writer) { workDetail(w, d) })
+		}
+		page, err := c.Works(ctx, q)
 		if err != nil {
 			return o.fail(err)
 		}
-		return o.print(d, func(w *tabwriter.Writer) { workDetail(w, d) })
-	}
-	page, err := c.Works(ctx, q)
-	if err != nil {
-		return o.fail(err)
-	}
-	return o.print(page, func(w *tabwriter.Writer) {
-		fmt.Fprintln(w, "ID\tSCOPE\tKIND\tSTATE\tUPDATED\tTITLE")
-		for _, wk := range page.Works {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", wk.ID, wk.ScopeID, orDash(wk.Kind), wk.State, stamp(wk.UpdatedAt), orDash(title(wk)))
-		}
-		if page.Next != "" {
-			fmt.Fprintf(w, "(more: --after %s)\n", page.Next)
-		}
+		return o.print(page, func(w *tabwriter.Writer) {
+			fmt.Fprintln(w, "ID\tSCOPE\tKIND\tSTATE\tUPDATED\tTITLE")
+			for _, wk := range page.Works {
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", wk.ID, wk.ScopeID, orDash(wk.Kind), wk.State, stamp(wk.UpdatedAt), orDash(title(wk)))
+			}
+			if page.Next != "" {
+				fmt.Fprintf(w, "(more: --after %s)\n", page.Next)
+			}
+		})
 	})
 }
 
@@ -493,19 +487,14 @@ func workCancelCommand(args []string, stdout, stderr io.Writer) int {
 	if !o.parse(args, 1, 1) {
 		return exitUsage
 	}
-	c, ok := o.client()
-	if !ok {
-		return exitFail
-	}
-	defer c.Close()
-	ctx, cancel := opsContext()
-	defer cancel()
-	wk, err := c.CancelWork(ctx, o.args[0], reason)
-	if err != nil {
-		return o.fail(err)
-	}
-	return o.print(wk, func(w *tabwriter.Writer) {
-		fmt.Fprintf(w, "work %s is %s (revision %d)\n", wk.ID, wk.State, wk.Revision)
+	return o.call(func(ctx context.Context, c *client.Client) int {
+		wk, err := c.CancelWork(ctx, o.args[0], reason)
+		if err != nil {
+			return o.fail(err)
+		}
+		return o.print(wk, func(w *tabwriter.Writer) {
+			fmt.Fprintf(w, "work %s is %s (revision %d)\n", wk.ID, wk.State, wk.Revision)
+		})
 	})
 }
 
@@ -518,26 +507,21 @@ func waitsCommand(args []string, stdout, stderr io.Writer) int {
 	if !o.parse(args, 0, 0) {
 		return exitUsage
 	}
-	c, ok := o.client()
-	if !ok {
-		return exitFail
-	}
-	defer c.Close()
-	ctx, cancel := opsContext()
-	defer cancel()
-	list, err := c.Waits(ctx, q)
-	if err != nil {
-		return o.fail(err)
-	}
-	return o.print(list, func(w *tabwriter.Writer) {
-		fmt.Fprintln(w, "WORK\tSCOPE\tWAITING FOR\tPROGRESS\tDUE")
-		for _, wt := range list.Waits {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", wt.WorkID, orDash(wt.ScopeID), orDash(oneLine(wt.Description, 80)),
-				orDash(oneLine(wt.Progress, 60)), stamp(wt.Due))
+	return o.call(func(ctx context.Context, c *client.Client) int {
+		list, err := c.Waits(ctx, q)
+		if err != nil {
+			return o.fail(err)
 		}
-		if list.Next != "" {
-			fmt.Fprintf(w, "(more: --after %s)\n", list.Next)
-		}
+		return o.print(list, func(w *tabwriter.Writer) {
+			fmt.Fprintln(w, "WORK\tSCOPE\tWAITING FOR\tPROGRESS\tDUE")
+			for _, wt := range list.Waits {
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", wt.WorkID, orDash(wt.ScopeID), orDash(oneLine(wt.Description, 80)),
+					orDash(oneLine(wt.Progress, 60)), stamp(wt.Due))
+			}
+			if list.Next != "" {
+				fmt.Fprintf(w, "(more: --after %s)\n", list.Next)
+			}
+		})
 	})
 }
 
@@ -574,42 +558,37 @@ func routeTraceCommand(args []string, stdout, stderr io.Writer) int {
 		}
 		req.Event = &ev
 	}
-	c, ok := o.client()
-	if !ok {
-		return exitFail
-	}
-	defer c.Close()
-	ctx, cancel := opsContext()
-	defer cancel()
-	res, err := c.Trace(ctx, scope, req)
-	if err != nil {
-		return o.fail(err)
-	}
-	return o.print(res, func(w *tabwriter.Writer) {
-		fmt.Fprintf(w, "trace of %s/%s from %s in scope %s (nothing was written)\n", orDash(res.Event.Family), orDash(res.Event.Type),
-			res.Event.Source, res.Scope)
-		fmt.Fprintln(w, "ROUTE\tHANDLER\tMATCH\tREASON\tKEYS\tNOTE")
-		for _, st := range res.Steps {
-			match := "no"
-			if st.Match {
-				match = "yes"
-			}
-			note := ""
-			switch {
-			case st.Error != "":
-				note = "error: " + oneLine(st.Error, 80)
-			case st.Chosen:
-				note = "chosen"
-			}
-			if st.DisplayRefused != "" {
-				note = strings.TrimSpace(note + " display refused: " + oneLine(st.DisplayRefused, 80))
-			}
-			fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\n", st.Route, st.Handler, match, orDash(oneLine(st.Reason, 60)),
-				orDash(strings.Join(st.CorrelationKeys, ",")), orDash(note))
+	return o.call(func(ctx context.Context, c *client.Client) int {
+		res, err := c.Trace(ctx, scope, req)
+		if err != nil {
+			return o.fail(err)
 		}
-		if res.Chosen < 0 {
-			fmt.Fprintln(w, "no route matches: routing would leave the event unmatched")
-		}
+		return o.print(res, func(w *tabwriter.Writer) {
+			fmt.Fprintf(w, "trace of %s/%s from %s in scope %s (nothing was written)\n", orDash(res.Event.Family), orDash(res.Event.Type),
+				res.Event.Source, res.Scope)
+			fmt.Fprintln(w, "ROUTE\tHANDLER\tMATCH\tREASON\tKEYS\tNOTE")
+			for _, st := range res.Steps {
+				match := "no"
+				if st.Match {
+					match = "yes"
+				}
+				note := ""
+				switch {
+				case st.Error != "":
+					note = "error: " + oneLine(st.Error, 80)
+				case st.Chosen:
+					note = "chosen"
+				}
+				if st.DisplayRefused != "" {
+					note = strings.TrimSpace(note + " display refused: " + oneLine(st.DisplayRefused, 80))
+				}
+				fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\n", st.Route, st.Handler, match, orDash(oneLine(st.Reason, 60)),
+					orDash(strings.Join(st.CorrelationKeys, ",")), orDash(note))
+			}
+			if res.Chosen < 0 {
+				fmt.Fprintln(w, "no route matches: routing would leave the event unmatched")
+			}
+		})
 	})
 }
 
@@ -620,28 +599,23 @@ func configShowCommand(args []string, stdout, stderr io.Writer) int {
 	if !o.parse(args, 0, 0) {
 		return exitUsage
 	}
-	c, ok := o.client()
-	if !ok {
-		return exitFail
-	}
-	defer c.Close()
-	ctx, cancel := opsContext()
-	defer cancel()
-	view, err := c.Config(ctx)
-	if err != nil {
-		return o.fail(err)
-	}
-	if o.json {
-		return o.print(view, nil)
-	}
-	fmt.Fprintf(stdout, "# generation %d %s applied %s (secret references redacted)\n", view.Generation.Number,
-		orDash(view.Generation.Hash), stamp(view.Generation.AppliedAt))
-	var pretty bytes.Buffer
-	if err := json.Indent(&pretty, view.Config, "", "  "); err != nil {
-		return o.fail(fmt.Errorf("the daemon's config does not decode: %w", err))
-	}
-	fmt.Fprintln(stdout, pretty.String())
-	return exitOK
+	return o.call(func(ctx context.Context, c *client.Client) int {
+		view, err := c.Config(ctx)
+		if err != nil {
+			return o.fail(err)
+		}
+		if o.json {
+			return o.print(view, nil)
+		}
+		fmt.Fprintf(stdout, "# generation %d %s applied %s (secret references redacted)\n", view.Generation.Number,
+			orDash(view.Generation.Hash), stamp(view.Generation.AppliedAt))
+		var pretty bytes.Buffer
+		if err := json.Indent(&pretty, view.Config, "", "  "); err != nil {
+			return o.fail(fmt.Errorf("the daemon's config does not decode: %w", err))
+		}
+		fmt.Fprintln(stdout, pretty.String())
+		return exitOK
+	})
 }
 
 func configValidateCommand(args []string, stdout, stderr io.Writer) int {
@@ -653,32 +627,27 @@ func configValidateCommand(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return o.fail(err)
 	}
-	c, ok := o.client()
-	if !ok {
-		return exitFail
-	}
-	defer c.Close()
-	ctx, cancel := opsContext()
-	defer cancel()
-	res, err := c.ValidateConfig(ctx, doc)
-	if err != nil {
-		return o.fail(err)
-	}
-	code := o.print(res, func(w *tabwriter.Writer) {
-		if res.Valid {
-			fmt.Fprintf(w, "%s: valid\n", o.args[0])
-			return
+	return o.call(func(ctx context.Context, c *client.Client) int {
+		res, err := c.ValidateConfig(ctx, doc)
+		if err != nil {
+			return o.fail(err)
 		}
-		fmt.Fprintf(w, "%s: %d problems\n", o.args[0], len(res.Diagnostics))
-		fmt.Fprintln(w, "PATH\tRULE\tMESSAGE")
-		for _, d := range res.Diagnostics {
-			fmt.Fprintf(w, "%s\t%s\t%s\n", d.Path, d.Rule, oneLine(d.Message, 200))
+		code := o.print(res, func(w *tabwriter.Writer) {
+			if res.Valid {
+				fmt.Fprintf(w, "%s: valid\n", o.args[0])
+				return
+			}
+			fmt.Fprintf(w, "%s: %d problems\n", o.args[0], len(res.Diagnostics))
+			fmt.Fprintln(w, "PATH\tRULE\tMESSAGE")
+			for _, d := range res.Diagnostics {
+				fmt.Fprintf(w, "%s\t%s\t%s\n", d.Path, d.Rule, oneLine(d.Message, 200))
+			}
+		})
+		if code == exitOK && !res.Valid {
+			return exitFail
 		}
+		return code
 	})
-	if code == exitOK && !res.Valid {
-		return exitFail
-	}
-	return code
 }
 
 func configApplyCommand(args []string, stdout, stderr io.Writer) int {
@@ -690,22 +659,17 @@ func configApplyCommand(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return o.fail(err)
 	}
-	c, ok := o.client()
-	if !ok {
-		return exitFail
-	}
-	defer c.Close()
-	ctx, cancel := opsContext()
-	defer cancel()
-	gen, err := c.ApplyConfig(ctx, doc)
-	if err != nil {
-		var apiErr *client.Error
-		if o.json && errors.As(err, &apiErr) && apiErr.Code == client.CodeConfigInvalid {
-			o.print(client.ConfigResult{Valid: false, Diagnostics: apiErr.Diagnostics}, nil)
+	return o.call(func(ctx context.Context, c *client.Client) int {
+		gen, err := c.ApplyConfig(ctx, doc)
+		if err != nil {
+			var apiErr *client.Error
+			if o.json && errors.As(err, &apiErr) && apiErr.Code == client.CodeConfigInvalid {
+				o.print(client.ConfigResult{Valid: false, Diagnostics: apiErr.Diagnostics}, nil)
+			}
+			return o.fail(err)
 		}
-		return o.fail(err)
-	}
-	return o.print(client.ConfigResult{Valid: true, Generation: &gen}, func(w *tabwriter.Writer) {
-		fmt.Fprintf(w, "applied %s as generation %d (%s)\n", o.args[0], gen.Number, gen.Hash)
+		return o.print(client.ConfigResult{Valid: true, Generation: &gen}, func(w *tabwriter.Writer) {
+			fmt.Fprintf(w, "applied %s as generation %d (%s)\n", o.args[0], gen.Number, gen.Hash)
+		})
 	})
 }
