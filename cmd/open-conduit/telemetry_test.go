@@ -17,11 +17,26 @@ import (
 )
 
 // The telemetry packages: telemetry-probe holds telemetry.capture and
-// telemetry.sink, telemetry-mute neither; both capture at each configure.
-var (
-	telemetryProbeDir = filepath.Join("testdata", "telemetry-probe")
-	telemetryMuteDir  = filepath.Join("testdata", "telemetry-mute")
-)
+// telemetry.sink, telemetry-mute neither; both run the same main.py, which
+// captures at each configure.
+var telemetryProbeDir = filepath.Join("testdata", "telemetry-probe")
+
+// telemetryMuteDir assembles telemetry-mute: its own manifest
+// (testdata/telemetry-mute) and the probe's program.
+func telemetryMuteDir(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "telemetry-mute")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	for _, f := range []struct{ from, name string }{
+		{filepath.Join("testdata", "telemetry-mute", protocol.ManifestFile), protocol.ManifestFile},
+		{filepath.Join(telemetryProbeDir, "main.py"), "main.py"},
+	} {
+		data, err := os.ReadFile(f.from)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, f.name), data, 0o755))
+	}
+	return dir
+}
 
 const telemetryConfig = `{"scopes":[{"id":"home","entries":[
   {"id": "p", "type": "telemetry-probe"},
@@ -53,7 +68,7 @@ func jsonLines[T any](t *testing.T, path string) []T {
 // them by the time the daemon has shut down; doctor accounts for them.
 func TestTelemetryCaptureAndSink(t *testing.T) {
 	ctx := serveContext(t)
-	d := daemontest.Start(t, daemontest.Options{Binary: daemonBinary(t), Packages: []string{telemetryProbeDir, telemetryMuteDir},
+	d := daemontest.Start(t, daemontest.Options{Binary: daemonBinary(t), Packages: []string{telemetryProbeDir, telemetryMuteDir(t)},
 		Config: []byte(telemetryConfig)})
 	st, err := d.Client.Status(ctx)
 	require.NoError(t, err)
