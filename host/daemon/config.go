@@ -279,6 +279,29 @@ func newCatalogue(ms []*protocol.Manifest) *catalogue {
 // diagnostics collects every diagnostic of a document.
 type diagnostics []client.Diagnostic
 
+// name checks the field (id or name) that tells an object of kind what at
+// path from the others of its set: given, an identifier, and not taken
+// (taken says whether another of the set has it; scope, when set, is the
+// scope the set belongs to). It reports true when the name is new and good.
+func (ds *diagnostics) name(at, field, what, name, scope string, taken func(string) bool) bool {
+	path := at + "." + field
+	in := ""
+	if scope != "" {
+		in = fmt.Sprintf(" in scope %q", scope)
+	}
+	switch {
+	case name == "":
+		ds.add(path, RuleRequired, "a %s needs a %s", what, field)
+	case !protocol.IsIdentifier(name):
+		ds.add(path, RuleInvalidID, "%s %s %q is not an identifier", what, field, name)
+	case taken(name):
+		ds.add(path, RuleDuplicate, "%s %q is defined twice%s", what, name, in)
+	default:
+		return true
+	}
+	return false
+}
+
 func (ds *diagnostics) add(path, rule, format string, args ...any) {
 	*ds = append(*ds, client.Diagnostic{Path: path, Rule: rule, Message: fmt.Sprintf(format, args...)})
 }
@@ -291,14 +314,7 @@ func checkStatic(c *Config, cat *catalogue) []client.Diagnostic {
 	conns := map[string]ConnectionConfig{}
 	for i, cn := range c.Connections {
 		at := fmt.Sprintf("$.connections[%d]", i)
-		switch {
-		case cn.Name == "":
-			ds.add(at+".name", RuleRequired, "a connection needs a name")
-		case !protocol.IsIdentifier(cn.Name):
-			ds.add(at+".name", RuleInvalidID, "connection name %q is not an identifier", cn.Name)
-		case conns[cn.Name].Name != "":
-			ds.add(at+".name", RuleDuplicate, "connection %q is defined twice", cn.Name)
-		default:
+		if ds.name(at, "name", "connection", cn.Name, "", func(n string) bool { _, ok := conns[n]; return ok }) {
 			conns[cn.Name] = cn
 		}
 		if cn.Type == "" {
@@ -315,14 +331,7 @@ func checkStatic(c *Config, cat *catalogue) []client.Diagnostic {
 	scopes := map[string]bool{}
 	for i, sc := range c.Scopes {
 		at := fmt.Sprintf("$.scopes[%d]", i)
-		switch {
-		case sc.ID == "":
-			ds.add(at+".id", RuleRequired, "a scope needs an id")
-		case !protocol.IsIdentifier(sc.ID):
-			ds.add(at+".id", RuleInvalidID, "scope id %q is not an identifier", sc.ID)
-		case scopes[sc.ID]:
-			ds.add(at+".id", RuleDuplicate, "scope %q is defined twice", sc.ID)
-		default:
+		if ds.name(at, "id", "scope", sc.ID, "", func(n string) bool { return scopes[n] }) {
 			scopes[sc.ID] = true
 		}
 		authorized := map[string]bool{}
@@ -345,14 +354,7 @@ func checkStatic(c *Config, cat *catalogue) []client.Diagnostic {
 		entries := map[string]bool{}
 		for j, e := range sc.Entries {
 			eat := fmt.Sprintf("%s.entries[%d]", at, j)
-			switch {
-			case e.ID == "":
-				ds.add(eat+".id", RuleRequired, "an entry needs an id")
-			case !protocol.IsIdentifier(e.ID):
-				ds.add(eat+".id", RuleInvalidID, "entry id %q is not an identifier", e.ID)
-			case entries[e.ID]:
-				ds.add(eat+".id", RuleDuplicate, "entry %q is defined twice in scope %q", e.ID, sc.ID)
-			default:
+			if ds.name(eat, "id", "entry", e.ID, sc.ID, func(n string) bool { return entries[n] }) {
 				entries[e.ID] = true
 			}
 			if e.Type == "" {
@@ -365,14 +367,7 @@ func checkStatic(c *Config, cat *catalogue) []client.Diagnostic {
 		bindings := map[string]bool{}
 		for j, b := range sc.Bindings {
 			bat := fmt.Sprintf("%s.bindings[%d]", at, j)
-			switch {
-			case b.Name == "":
-				ds.add(bat+".name", RuleRequired, "a binding needs a name")
-			case !protocol.IsIdentifier(b.Name):
-				ds.add(bat+".name", RuleInvalidID, "binding name %q is not an identifier", b.Name)
-			case bindings[b.Name]:
-				ds.add(bat+".name", RuleDuplicate, "binding %q is defined twice in scope %q", b.Name, sc.ID)
-			default:
+			if ds.name(bat, "name", "binding", b.Name, sc.ID, func(n string) bool { return bindings[n] }) {
 				bindings[b.Name] = true
 			}
 			if b.Executor == "" {
