@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 
 	"github.com/open-conduit/open-conduit/runtime"
 )
@@ -148,74 +147,23 @@ func checkChangeLog(ctx context.Context, s runtime.Store) error {
 // change exactly once — the promise a resumable change stream rests on.
 func checkChangesUnderWriters(ctx context.Context, s runtime.Store) error {
 	const writers, perWriter = 4, 25
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	writeErrs := make(chan error, writers)
-	progress := make(chan struct{}, 1)
-	start := make(chan struct{})
-	for w := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			for i := range perWriter {
-				err := s.Transact(ctx, func(tx runtime.Tx) error {
-					env := storeSampleEnvelope(fmt.Sprintf("cw%d-%d", w, i))
-					env.ScopeID = "scope-a"
-					ev, _, err := tx.AcceptEvent(env)
-					if err != nil {
-						return err
-					}
-					_, err = tx.PutWork(runtime.Work{ID: "w-" + ev.ID, ScopeID: "scope-a", Kind: "k", State: runtime.WorkPending})
-					return err
-				})
-				if err != nil {
-					writeErrs <- err
-					return
-				}
-				select {
-				case progress <- struct{}{}:
-				default:
-				}
+	seen, err := pageUnderWriters(ctx, s, writers, perWriter, 5,
+		func(tx runtime.Tx, w, i int) error {
+			env := storeSampleEnvelope(fmt.Sprintf("cw%d-%d", w, i))
+			env.ScopeID = "scope-a"
+			ev, _, err := tx.AcceptEvent(env)
+			if err != nil {
+				return err
 			}
-		}()
-	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	close(start)
-
-	var seen []int64
-	var after int64
-	for {
-		finished := false
-		select {
-		case <-done:
-			finished = true
-		default:
-		}
-		page, err := storeView(ctx, s, func(tx runtime.ReadTx) ([]runtime.Change, error) { return tx.Changes(after, 5) })
-		if err != nil {
-			return fmt.Errorf("paging changes while writers run: %w", err)
-		}
-		seen = append(seen, changeSeqs(page)...)
-		if len(page) > 0 {
-			after = page[len(page)-1].Seq
-		}
-		if finished && len(page) == 0 {
-			break
-		}
-		if len(page) < 5 && !finished {
-			select {
-			case <-progress:
-			case <-done:
-			}
-		}
-	}
-	select {
-	case err := <-writeErrs:
-		return fmt.Errorf("writer: %w", err)
-	default:
+			_, err = tx.PutWork(runtime.Work{ID: "w-" + ev.ID, ScopeID: "scope-a", Kind: "k", State: runtime.WorkPending})
+			return err
+		},
+		func(tx runtime.ReadTx, after int64, limit int) ([]int64, error) {
+			page, err := tx.Changes(after, limit)
+			return changeSeqs(page), err
+		})
+	if err != nil {
+		return err
 	}
 	if err := storeIncreasing(seen); err != nil {
 		return fmt.Errorf("a change cursor repeated or reordered changes: %w", err)

@@ -362,13 +362,64 @@ func checkScopeIsolation(ctx context.Context, s runtime.Store) error {
 
 func checkCursorUnderWriters(ctx context.Context, s runtime.Store) error {
 	const writers, perWriter = 4, 30
+	seen, err := pageUnderWriters(ctx, s, writers, perWriter, 7,
+		func(tx runtime.Tx, w, i int) error {
+			for j, scope := range []string{"scope-a", "scope-b"} {
+				env := storeSampleEnvelope(fmt.Sprintf("w%d-%d-%d", w, i, j))
+				env.ScopeID = scope
+				if _, _, err := tx.AcceptEvent(env); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		func(tx runtime.ReadTx, after int64, limit int) ([]int64, error) {
+			page, err := tx.ScopeEvents("scope-a", after, limit)
+			if err != nil {
+				return nil, err
+			}
+			for _, e := range page {
+				if e.ScopeID != "scope-a" {
+					return nil, fmt.Errorf("paging scope-a returned an event of scope %q", e.ScopeID)
+				}
+			}
+			return storeSequences(page), nil
+		})
+	if err != nil {
+		return err
+	}
+	if err := storeIncreasing(seen); err != nil {
+		return fmt.Errorf("a cursor repeated or reordered events: %w", err)
+	}
+	all, err := storePageAll(ctx, s, 1000, func(tx runtime.ReadTx, after int64, limit int) ([]runtime.Event, error) {
+		return tx.ScopeEvents("scope-a", after, limit)
+	})
+	if err != nil {
+		return err
+	}
+	if len(all) != writers*perWriter {
+		return fmt.Errorf("scope-a holds %d events, want %d", len(all), writers*perWriter)
+	}
+	if !slices.Equal(seen, storeSequences(all)) {
+		return fmt.Errorf("a cursor paging during writes skipped events: saw %d of %d (an event became visible behind the cursor)",
+			len(seen), len(all))
+	}
+	return nil
+}
+
+// pageUnderWriters runs writers goroutines, each committing perWriter
+// transactions of write(tx, w, i), while a reader pages with page (limit
+// at a time, resuming after the last cursor it returned) until a pass that
+// began once every writer had finished finds nothing more. It returns
+// every cursor the reader saw, in order. A commit wakes the reader, so it
+// pages while the writers run without spinning.
+func pageUnderWriters(ctx context.Context, s runtime.Store, writers, perWriter, limit int,
+	write func(tx runtime.Tx, w, i int) error, page func(tx runtime.ReadTx, after int64, limit int) ([]int64, error)) ([]int64, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
 	writeErrs := make(chan error, writers)
 	start := make(chan struct{})
-	// progress wakes the reader after a commit, so it pages while writers
-	// run without spinning.
 	progress := make(chan struct{}, 1)
 	for w := range writers {
 		wg.Add(1)
@@ -376,17 +427,7 @@ func checkCursorUnderWriters(ctx context.Context, s runtime.Store) error {
 			defer wg.Done()
 			<-start
 			for i := range perWriter {
-				err := s.Transact(ctx, func(tx runtime.Tx) error {
-					for j, scope := range []string{"scope-a", "scope-b"} {
-						env := storeSampleEnvelope(fmt.Sprintf("w%d-%d-%d", w, i, j))
-						env.ScopeID = scope
-						if _, _, err := tx.AcceptEvent(env); err != nil {
-							return err
-						}
-					}
-					return nil
-				})
-				if err != nil {
+				if err := s.Transact(ctx, func(tx runtime.Tx) error { return write(tx, w, i) }); err != nil {
 					writeErrs <- err
 					return
 				}
@@ -410,27 +451,18 @@ func checkCursorUnderWriters(ctx context.Context, s runtime.Store) error {
 			finished = true
 		default:
 		}
-		page, err := storeView(ctx, s, func(tx runtime.ReadTx) ([]runtime.Event, error) {
-			return tx.ScopeEvents("scope-a", after, 7)
-		})
+		got, err := storeView(ctx, s, func(tx runtime.ReadTx) ([]int64, error) { return page(tx, after, limit) })
 		if err != nil {
-			return fmt.Errorf("paging while writers run: %w", err)
+			return nil, fmt.Errorf("paging while writers run: %w", err)
 		}
-		for _, e := range page {
-			if e.ScopeID != "scope-a" {
-				return fmt.Errorf("paging scope-a returned an event of scope %q", e.ScopeID)
-			}
-			seen = append(seen, e.Sequence)
+		seen = append(seen, got...)
+		if len(got) > 0 {
+			after = got[len(got)-1]
 		}
-		if len(page) > 0 {
-			after = page[len(page)-1].Sequence
-		}
-		// Stop after a pass that began when every writer had finished
-		// and found nothing more.
-		if finished && len(page) == 0 {
+		if finished && len(got) == 0 {
 			break
 		}
-		if len(page) < 7 && !finished {
+		if len(got) < limit && !finished {
 			select {
 			case <-progress:
 			case <-done:
@@ -439,26 +471,10 @@ func checkCursorUnderWriters(ctx context.Context, s runtime.Store) error {
 	}
 	select {
 	case err := <-writeErrs:
-		return fmt.Errorf("writer: %w", err)
+		return nil, fmt.Errorf("writer: %w", err)
 	default:
 	}
-	if err := storeIncreasing(seen); err != nil {
-		return fmt.Errorf("a cursor repeated or reordered events: %w", err)
-	}
-	all, err := storePageAll(ctx, s, 1000, func(tx runtime.ReadTx, after int64, limit int) ([]runtime.Event, error) {
-		return tx.ScopeEvents("scope-a", after, limit)
-	})
-	if err != nil {
-		return err
-	}
-	if len(all) != writers*perWriter {
-		return fmt.Errorf("scope-a holds %d events, want %d", len(all), writers*perWriter)
-	}
-	if !slices.Equal(seen, storeSequences(all)) {
-		return fmt.Errorf("a cursor paging during writes skipped events: saw %d of %d (an event became visible behind the cursor)",
-			len(seen), len(all))
-	}
-	return nil
+	return seen, nil
 }
 
 func checkWorkEvents(ctx context.Context, s runtime.Store) error {
