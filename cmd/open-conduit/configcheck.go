@@ -120,8 +120,6 @@ func printConfigCheck(w io.Writer, r configCheckReport) {
 		fmt.Fprintf(w, "%s: valid\n", r.File)
 	default:
 		fmt.Fprintf(w, "%s: invalid (%d problems)\n", r.File, len(r.Diagnostics))
-		for _, d := range r.Diagnostics {
-			fmt.Fprintf(w, "  %s: %s: %s\n", d.Path, d.Rule, d.Message)
-		}
+		printDiagnostics(w, r.Diagnostics)
 	}
 }

@@ -149,11 +149,17 @@ func (o *opsCommand) fail(err error) int {
 	fmt.Fprintf(o.stderr, "open-conduit %s: %v\n", o.name, err)
 	var apiErr *client.Error
 	if errors.As(err, &apiErr) {
-		for _, d := range apiErr.Diagnostics {
-			fmt.Fprintf(o.stderr, "  %s: %s: %s\n", d.Path, d.Rule, d.Message)
-		}
+		printDiagnostics(o.stderr, apiErr.Diagnostics)
 	}
 	return exitFail
+}
+
+// printDiagnostics lists configuration diagnostics one a line, as every
+// command that checks a configuration prints them.
+func printDiagnostics(w io.Writer, ds []client.Diagnostic) {
+	for _, d := range ds {
+		fmt.Fprintf(w, "  %s: %s: %s\n", d.Path, d.Rule, d.Message)
+	}
 }
 
 // print writes v as JSON with --json, or the table text renders.
@@ -637,11 +643,8 @@ func configValidateCommand(args []string, stdout, stderr io.Writer) int {
 				fmt.Fprintf(w, "%s: valid\n", o.args[0])
 				return
 			}
-			fmt.Fprintf(w, "%s: %d problems\n", o.args[0], len(res.Diagnostics))
-			fmt.Fprintln(w, "PATH\tRULE\tMESSAGE")
-			for _, d := range res.Diagnostics {
-				fmt.Fprintf(w, "%s\t%s\t%s\n", d.Path, d.Rule, oneLine(d.Message, 200))
-			}
+			fmt.Fprintf(w, "%s: invalid (%d problems)\n", o.args[0], len(res.Diagnostics))
+			printDiagnostics(w, res.Diagnostics)
 		})
 		if code == exitOK && !res.Valid {
 			return exitFail
