@@ -285,17 +285,7 @@ func TestOperatorWorkShowsItsExecutions(t *testing.T) {
 		t.Skip("starts the built binary")
 	}
 	noteDir := daemontest.TempDir(t)
-	doc, err := json.Marshal(map[string]any{
-		"scopes": []any{map[string]any{
-			"id":       "team",
-			"entries":  []any{map[string]any{"id": "main", "type": "notes", "config": map[string]any{"dir": noteDir}}},
-			"routes":   []any{map[string]any{"handler": "notes", "kind": notes.WorkKind, "binding": "jobs"}},
-			"bindings": []any{map[string]any{"name": "jobs", "executor": "runner", "executor_config": map[string]any{"command": "echo reviewing"}}},
-		}},
-	})
-	require.NoError(t, err)
-	d := daemontest.Start(t, daemontest.Options{Binary: daemonBinary(t), Config: doc,
-		Packages: []string{"../../extensions/notes", "../../extensions/runner"}})
+	d := runnerDaemon(t, daemonBinary(t), noteDir, map[string]any{"executor_config": map[string]any{"command": "echo reviewing"}})
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	c := d.Client

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,24 +52,14 @@ func TestRunnerRunReachesTheToolbeltItsBindingGrants(t *testing.T) {
 		`echo $? > ` + o("refused.status"),
 		shellQuote(bin) + ` toolbelt call --request-id from-the-run notes.add '{"title":"from the run"}' > ` + o("granted.out") + ` 2> ` + o("granted.err"),
 	}, "\n")
-	doc, err := json.Marshal(map[string]any{
-		"scopes": []any{map[string]any{
-			"id":      "team",
-			"entries": []any{map[string]any{"id": "main", "type": "notes", "config": map[string]any{"dir": noteDir}}},
-			"routes":  []any{map[string]any{"handler": "notes", "kind": notes.WorkKind, "binding": "jobs"}},
-			"bindings": []any{map[string]any{"name": "jobs", "executor": "runner", "executor_config": map[string]any{"command": script},
-				"toolbelt": true, "operations": []string{notes.OpAdd}}},
-		}},
-	})
-	require.NoError(t, err)
-	d := daemontest.Start(t, daemontest.Options{Binary: bin, Config: doc,
-		Packages: []string{"../../extensions/notes", "../../extensions/runner"}})
+	d := runnerDaemon(t, bin, noteDir, map[string]any{"executor_config": map[string]any{"command": script},
+		"toolbelt": true, "operations": []string{notes.OpAdd}})
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	c := d.Client
 
 	require.NoError(t, notes.Store{Dir: noteDir}.Put(notes.Record{ID: "n1", Rev: "1", Title: "Run me"}))
-	_, err = c.Reconcile(ctx, notes.SourceName("team", "main"))
+	_, err := c.Reconcile(ctx, notes.SourceName("team", "main"))
 	require.NoError(t, err)
 	ended, err := c.WaitFor(ctx, client.ChangeQuery{Scope: "team"}, func(ch client.Change) bool {
 		return ch.Work != nil && (ch.Work.State == client.WorkDone || ch.Work.State == client.WorkFailed)
@@ -124,22 +115,12 @@ func TestRunnerRunThatFailsEndsFailed(t *testing.T) {
 		t.Skip("starts the built binary")
 	}
 	noteDir := daemontest.TempDir(t)
-	doc, err := json.Marshal(map[string]any{
-		"scopes": []any{map[string]any{
-			"id":       "team",
-			"entries":  []any{map[string]any{"id": "main", "type": "notes", "config": map[string]any{"dir": noteDir}}},
-			"routes":   []any{map[string]any{"handler": "notes", "kind": notes.WorkKind, "binding": "jobs"}},
-			"bindings": []any{map[string]any{"name": "jobs", "executor": "runner", "executor_config": map[string]any{"command": "exit 3"}}},
-		}},
-	})
-	require.NoError(t, err)
-	d := daemontest.Start(t, daemontest.Options{Binary: daemonBinary(t), Config: doc,
-		Packages: []string{"../../extensions/notes", "../../extensions/runner"}})
+	d := runnerDaemon(t, daemonBinary(t), noteDir, map[string]any{"executor_config": map[string]any{"command": "exit 3"}})
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	c := d.Client
 	require.NoError(t, notes.Store{Dir: noteDir}.Put(notes.Record{ID: "n1", Rev: "1", Title: "Fail me"}))
-	_, err = c.Reconcile(ctx, notes.SourceName("team", "main"))
+	_, err := c.Reconcile(ctx, notes.SourceName("team", "main"))
 	require.NoError(t, err)
 	ended, err := c.WaitFor(ctx, client.ChangeQuery{Scope: "team"}, func(ch client.Change) bool {
 		return ch.Work != nil && (ch.Work.State == client.WorkDone || ch.Work.State == client.WorkFailed)
@@ -177,4 +158,24 @@ func TestToolbeltCallRefusesWithoutAToolbelt(t *testing.T) {
 		assert.Contains(t, stderr.String(), c.stderr, "%v", c.args)
 		assert.Empty(t, stdout.String())
 	}
+}
+
+// runnerDaemon serves notes and runner on the built binary bin with one
+// scope, team: a notes entry over noteDir whose notes are routed to the
+// binding jobs, run by the runner with the binding's other fields.
+func runnerDaemon(t *testing.T, bin, noteDir string, binding map[string]any) *daemontest.Daemon {
+	t.Helper()
+	jobs := map[string]any{"name": "jobs", "executor": "runner"}
+	maps.Copy(jobs, binding)
+	doc, err := json.Marshal(map[string]any{
+		"scopes": []any{map[string]any{
+			"id":       "team",
+			"entries":  []any{map[string]any{"id": "main", "type": "notes", "config": map[string]any{"dir": noteDir}}},
+			"routes":   []any{map[string]any{"handler": "notes", "kind": notes.WorkKind, "binding": "jobs"}},
+			"bindings": []any{jobs},
+		}},
+	})
+	require.NoError(t, err)
+	return daemontest.Start(t, daemontest.Options{Binary: bin, Config: doc,
+		Packages: []string{"../../extensions/notes", "../../extensions/runner"}})
 }
