@@ -109,7 +109,6 @@ func TestNegativeControls(t *testing.T) {
 	}
 	testbin.StatInputs(t, "..")
 	bin := openConduit
-	_, pyErr := exec.LookPath("python3")
 	path := "PATH=" + binDir + string(os.PathListSeparator) + os.Getenv("PATH")
 
 	packages := map[string]string{
@@ -130,8 +129,8 @@ func TestNegativeControls(t *testing.T) {
 			t.Parallel()
 			m, err := protocol.LoadManifest(dir)
 			require.NoError(t, err)
-			if !m.RunsOnHost() && pyErr != nil {
-				t.Skip("python3 is not installed")
+			if !m.RunsOnHost() {
+				testbin.NeedPython(t)
 			}
 			report, code, stdout := certifyPackage(t, bin, path, dir)
 			assert.Equal(t, name, report.Package.Name)

@@ -86,9 +86,7 @@ func TestCertifyGoodPackagesOverTheWire(t *testing.T) {
 			m, err := protocol.LoadManifest(tc.dir)
 			require.NoError(t, err)
 			if !m.RunsOnHost() {
-				if _, err := exec.LookPath("python3"); err != nil {
-					t.Skip("python3 is not installed")
-				}
+				testbin.NeedPython(t)
 			}
 			report := certifyDir(t, tc.dir, "")
 			status := map[string]certify.Status{}
@@ -110,9 +108,7 @@ func TestCertifyGoodPackagesOverTheWire(t *testing.T) {
 // line from the connection and the report quotes it; the negative control
 // of stdout hygiene.
 func TestCertifyReportsTheFirstStrayLine(t *testing.T) {
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 is not installed")
-	}
+	testbin.NeedPython(t)
 	report := certifyDir(t, filepath.Join("..", "testdata", "extensions", "weak-stray-stdout"), "^lifecycle/stdout-hygiene$")
 	require.Len(t, report.Results, 1)
 	r := report.Results[0]

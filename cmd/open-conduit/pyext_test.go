@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/open-conduit/open-conduit/internal/testbin"
 	"github.com/open-conduit/open-conduit/protocol"
 	"github.com/open-conduit/open-conduit/protocol/jsonrpc"
 	"github.com/open-conduit/open-conduit/protocol/sdk"
@@ -27,9 +28,7 @@ var pythonExtension = filepath.Join("..", "..", "testdata", "extensions", "pynot
 // its stdio.
 func startPython(t *testing.T, host *sdktest.Host) (*jsonrpc.Conn, <-chan error) {
 	t.Helper()
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 is not installed")
-	}
+	testbin.NeedPython(t)
 	dir, err := filepath.Abs(pythonExtension)
 	require.NoError(t, err)
 	m, err := protocol.LoadManifest(dir)

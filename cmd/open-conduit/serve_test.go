@@ -20,6 +20,7 @@ import (
 
 	"github.com/open-conduit/open-conduit/client"
 	"github.com/open-conduit/open-conduit/internal/daemontest"
+	"github.com/open-conduit/open-conduit/internal/testbin"
 )
 
 // The packages the lifecycle tests install, from this checkout.
@@ -315,9 +316,7 @@ func TestServeLogsJSONAndRefusesAnUnknownFormat(t *testing.T) {
 // A package that does not serve validate (the Python example answers
 // method_not_found) has its objects accepted, as an older SDK's would be.
 func TestServeAcceptsObjectsOfAPackageWithoutValidate(t *testing.T) {
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("no python3")
-	}
+	testbin.NeedPython(t)
 	pynotes := filepath.Join("..", "..", "testdata", "extensions", "pynotes")
 	d := daemontest.Start(t, daemontest.Options{Binary: daemonBinary(t), Packages: []string{pynotes}})
 	gen, err := d.Client.ApplyConfig(serveContext(t), []byte(`{"scopes": [{"id": "py", "entries": [{"id": "n", "type": "pynotes", "config": {"anything": 1}}]}]}`))

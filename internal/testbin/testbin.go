@@ -66,3 +66,13 @@ func StatInputs(tb testing.TB, root string) {
 		tb.Fatal(err)
 	}
 }
+
+// NeedPython fails the test when python3 is not on PATH. The Python
+// example and the weakened packages (the negative controls) are Python, so
+// a machine without it must not pass by skipping them.
+func NeedPython(tb testing.TB) {
+	tb.Helper()
+	if _, err := exec.LookPath("python3"); err != nil {
+		tb.Fatalf("python3 is required (the Python example and the negative controls are Python packages): %v", err)
+	}
+}
