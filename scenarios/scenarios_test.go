@@ -42,6 +42,7 @@ func buildAndRun(m *testing.M) int {
 // TestScenarios runs every script in testdata against the built binary.
 func TestScenarios(t *testing.T) {
 	testbin.StatInputs(t, "..")
+	testbin.NeedPython(t) // the negative controls and pynotes are Python packages
 	testscript.Run(t, testscript.Params{
 		Dir:   "testdata",
 		Cmds:  scriptCmds,
