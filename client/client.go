@@ -206,6 +206,20 @@ func (c *Client) Doctor(ctx context.Context, deep bool) (DoctorReport, error) {
 	return out, c.do(ctx, "GET", "/v1/doctor", v, nil, &out)
 }
 
+// KV reads a page of one package's KV namespace (ErrNotFound for a
+// package the daemon does not know, ErrInvalidRequest for a namespace that
+// is not the package's).
+func (c *Client) KV(ctx context.Context, q KVQuery) (KVPage, error) {
+	v := url.Values{}
+	v.Set("package", q.Package)
+	setString(v, "namespace", q.Namespace)
+	setString(v, "prefix", q.Prefix)
+	setString(v, "after", q.After)
+	setInt(v, "limit", int64(q.Limit))
+	var out KVPage
+	return out, c.do(ctx, "GET", "/v1/kv", v, nil, &out)
+}
+
 func setString(v url.Values, name, s string) {
 	if s != "" {
 		v.Set(name, s)

@@ -49,6 +49,9 @@ type Package struct {
 	// "refused" for a package discovery did not admit.
 	State    string `json:"state"`
 	Restarts int    `json:"restarts"`
+	// PID is the running process's ID, which leads its own process group
+	// (a fault drill kills the group); 0 when no process runs.
+	PID int `json:"pid,omitempty"`
 	// Protocol is the negotiated protocol version, 0 before the handshake.
 	Protocol protocol.Version `json:"protocol"`
 	// Origin is OriginBundled or OriginInstalled.
@@ -477,4 +480,38 @@ type DoctorReport struct {
 	// OK is false when any check's status is CheckFail.
 	OK     bool          `json:"ok"`
 	Checks []DoctorCheck `json:"checks"`
+}
+
+// KVQuery selects a page of one package's KV: GET
+// /v1/kv?package=&namespace=&prefix=&after=&limit=.
+type KVQuery struct {
+	// Package is the extension package whose KV is read (required).
+	Package string
+	// Namespace is one of the package's namespaces: its name (the
+	// default when empty) or its name, a dot and a suffix.
+	Namespace string
+	// Prefix keeps the keys that start with it.
+	Prefix string
+	// After is the key cursor: keys come in byte order.
+	After string
+	// Limit bounds the page (0: DefaultPageLimit; at most MaxPageLimit).
+	Limit int
+}
+
+// KVEntry is one KV entry: its key, its JSON value and its version (a
+// digest of the value, as kv.get reports it to the package).
+type KVEntry struct {
+	Key     string          `json:"key"`
+	Value   json.RawMessage `json:"value"`
+	Version string          `json:"version"`
+}
+
+// KVPage is a page of one namespace's entries in key order.
+type KVPage struct {
+	Package   string    `json:"package"`
+	Namespace string    `json:"namespace"`
+	Entries   []KVEntry `json:"entries"`
+	// Next is the key cursor of the following page, empty when the page
+	// was short.
+	Next string `json:"next,omitempty"`
 }

@@ -94,6 +94,7 @@ var apiRoutes = []apiRoute{
 	{"GET", "/v1/clock", nil, (*api).clock},
 	{"POST", "/v1/clock/advance", nil, (*api).advanceClock},
 	{"GET", "/v1/doctor", []string{"deep"}, (*api).doctor},
+	{"GET", "/v1/kv", []string{"package", "namespace", "prefix", "after", "limit"}, (*api).kv},
 }
 
 // api serves the management API over one backend.
