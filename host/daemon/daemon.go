@@ -566,7 +566,7 @@ func (d *Daemon) Status(ctx context.Context) client.Status {
 		proc, _, _ := pr.parts()
 		state, restarts, err := proc.Status()
 		p := client.Package{Name: pr.pkg.Name, Version: pr.pkg.Manifest.Version, State: packageState(state),
-			Restarts: restarts, Protocol: proc.Version(), Origin: origin(pr.pkg.Bundled), Dir: pr.pkg.Dir,
+			Restarts: restarts, PID: proc.PID(), Protocol: proc.Version(), Origin: origin(pr.pkg.Bundled), Dir: pr.pkg.Dir,
 			Permissions: slices.Clone(pr.pkg.Manifest.Permissions)}
 		if err != nil {
 			p.LastError = err.Error()
