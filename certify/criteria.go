@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/open-conduit/open-conduit/conformance"
 	"github.com/open-conduit/open-conduit/protocol"
 )
 
@@ -29,9 +30,29 @@ type Criterion struct {
 	// it does not, the reason says what the manifest lacks. nil applies to
 	// every package.
 	Applies func(m *protocol.Manifest) (ok bool, reason string)
-	// Run checks the target: nil for a pass, an error wrapping ErrHarness
-	// when the runner broke, any other error for a failure.
+	// Check is the conformance package check the criterion runs against
+	// the running package (a conformance.CheckPackageX core): nil for a
+	// pass, an error wrapping ErrNotApplicable for a skip, any other error
+	// for a failure. Adding a criterion is adding its entry with its Check.
+	Check func(ctx context.Context, d conformance.PackageDriver) error
+	// Run, for a criterion the runner decides itself (manifest/valid),
+	// checks the target instead of Check: nil for a pass, an error
+	// wrapping ErrHarness when the runner broke, any other error for a
+	// failure. A criterion with neither is not wired and ends as
+	// harness_error, never as pass.
 	Run func(ctx context.Context, t *Target) error
+}
+
+// run checks t by Run, else by Check on the target's package driver; a
+// criterion with neither is a harness error (ErrNotWired).
+func (c Criterion) run(ctx context.Context, t *Target) error {
+	switch {
+	case c.Run != nil:
+		return c.Run(ctx, t)
+	case c.Check != nil:
+		return runCheck(ctx, t, c.Check)
+	}
+	return notWired(c.ID)
 }
 
 // applies reports whether c applies to m.
@@ -55,7 +76,9 @@ func Lookup(id string) (Criterion, bool) {
 }
 
 // checkCriteria refuses a set of criteria a run cannot report honestly: an
-// ID that is empty or repeated, or a criterion without a Run.
+// ID that is empty or repeated, or a criterion with both a Run and a Check
+// (which one decides would be unclear). One with neither runs, and ends as
+// harness_error.
 func checkCriteria(cs []Criterion) error {
 	seen := make(map[string]bool, len(cs))
 	for _, c := range cs {
@@ -64,23 +87,31 @@ func checkCriteria(cs []Criterion) error {
 			return usagef("a criterion has no ID")
 		case seen[c.ID]:
 			return usagef("criterion %s is defined twice", c.ID)
-		case c.Run == nil:
-			return usagef("criterion %s has no Run", c.ID)
+		case c.Run != nil && c.Check != nil:
+			return usagef("criterion %s has both a Run and a Check", c.ID)
 		}
 		seen[c.ID] = true
 	}
 	return nil
 }
 
-// suite adapts a Suites method to a criterion's Run.
-func suite(method func(Suites, context.Context, *Target) error) func(context.Context, *Target) error {
-	return func(ctx context.Context, t *Target) error {
-		s := t.Suites
-		if s == nil {
-			s = NotWired{}
-		}
-		return method(s, ctx, t)
+// runCheck runs one package check against the target's package, which the
+// launcher must make a conformance.PackageDriver (HostLaunch does).
+func runCheck(ctx context.Context, t *Target, check func(context.Context, conformance.PackageDriver) error) error {
+	p, err := t.Package(ctx)
+	if err != nil {
+		return err
 	}
+	d, ok := p.(conformance.PackageDriver)
+	if !ok {
+		return &harnessError{err: fmt.Errorf("the package launcher gives no conformance driver (%T): use HostLaunch", p), notWired: true}
+	}
+	return check(ctx, d)
+}
+
+// notWired is the harness error of a criterion that has no check.
+func notWired(id string) error {
+	return &harnessError{err: fmt.Errorf("criterion %s has no check wired into certify", id), notWired: true}
 }
 
 // The spec sections criteria enforce.
@@ -111,7 +142,7 @@ var criteria = []Criterion{
 		Applies: declares("the manifest declares no operation and no executor", func(m *protocol.Manifest) bool {
 			return len(m.Provides.Operations) > 0 || len(m.Provides.Executors) > 0
 		}),
-		Run: suite(Suites.Cancellation),
+		Check: conformance.CheckPackageCancellation,
 	},
 	{
 		ID:      "emissions/atomic",
@@ -119,7 +150,7 @@ var criteria = []Criterion{
 		Checks:  "an emit operation writes its records only inside the emission's transaction: planning it (operation.emit) writes nothing, and emit.commit answers the records, in the package's own namespaces, without calling the host",
 		Section: sectionTransactions,
 		Applies: declaresFamilies,
-		Run:     suite(Suites.EmissionsAtomic),
+		Check:   conformance.CheckPackageEmissionsAtomic,
 	},
 	{
 		ID:      "emissions/idempotent",
@@ -127,7 +158,7 @@ var criteria = []Criterion{
 		Checks:  "the same request ID (operation.emit) or the same delivery (ingress.push) names the same Events again, by source and delivery ID, so the host accepts each once",
 		Section: sectionTransactions,
 		Applies: declaresFamilies,
-		Run:     suite(Suites.EmissionsIdempotent),
+		Check:   conformance.CheckPackageEmissionsIdempotent,
 	},
 	{
 		ID:      "executor/controls",
@@ -147,7 +178,7 @@ var criteria = []Criterion{
 			}
 			return false, "no executor declares a control"
 		},
-		Run: suite(Suites.ExecutorControls),
+		Check: conformance.CheckPackageExecutorControls,
 	},
 	{
 		ID:      "executor/lifecycle",
@@ -155,7 +186,7 @@ var criteria = []Criterion{
 		Checks:  "an executor starts a run, reports its end through wait, and after a package restart adopts the run again through recover with its persisted metadata",
 		Section: sectionExecutors,
 		Applies: declares("the manifest declares no executor", func(m *protocol.Manifest) bool { return len(m.Provides.Executors) > 0 }),
-		Run:     suite(Suites.ExecutorLifecycle),
+		Check:   conformance.CheckPackageExecutorLifecycle,
 	},
 	{
 		ID:      "kv/atomicity",
@@ -163,63 +194,63 @@ var criteria = []Criterion{
 		Checks:  "under contending calls (configure, and each handler operation twice at once) with the host refusing a precondition-guarded kv.commit as a conflict, the package reads again or guards the batch before it commits to the same keys, never overwriting blindly",
 		Section: sectionTransactions,
 		Applies: declaresHandler,
-		Run:     suite(Suites.KVAtomicity),
+		Check:   conformance.CheckPackageKVAtomicity,
 	},
 	{
 		ID:      "kv/scoping",
 		Title:   "KV scoping",
 		Checks:  "the package reads and writes only its own KV namespaces (its name, or name. plus a suffix); a foreign namespace is refused and never attempted",
 		Section: sectionScoping,
-		Run:     suite(Suites.KVScoping),
+		Check:   conformance.CheckPackageKVScoping,
 	},
 	{
 		ID:      "lifecycle/crash-restart",
 		Title:   "Crash, restart, configure again",
 		Checks:  "after the process is killed (SIGKILL), the host restarts it, and the new process completes initialize and configure again and serves as before",
 		Section: sectionCrash,
-		Run:     suite(Suites.CrashRestart),
+		Check:   conformance.CheckPackageCrashRestart,
 	},
 	{
 		ID:      "lifecycle/handshake",
 		Title:   "Handshake and version negotiation",
 		Checks:  "initialize answers the highest protocol version both sides list, before any other method is valid, and configure is accepted after it",
 		Section: sectionLifecycle,
-		Run:     suite(Suites.Handshake),
+		Check:   conformance.CheckPackageHandshake,
 	},
 	{
 		ID:      "lifecycle/manifest-match",
 		Title:   "Manifest match",
 		Checks:  "the manifest initialize returns is the manifest in the package directory",
 		Section: sectionDecisions,
-		Run:     suite(Suites.ManifestMatch),
+		Check:   conformance.CheckPackageManifestMatch,
 	},
 	{
 		ID:      "lifecycle/shutdown",
 		Title:   "Shutdown",
 		Checks:  "after shutdown the package answers new requests shutting_down, finishes or cancels in-flight work, and exits before the host's grace period ends",
 		Section: sectionLifecycle,
-		Run:     suite(Suites.Shutdown),
+		Check:   conformance.CheckPackageShutdown,
 	},
 	{
 		ID:      "lifecycle/stdin-eof",
 		Title:   "Exit on stdin EOF",
 		Checks:  "the package exits on its own when its stdin reaches EOF, so a crashed host leaves no orphan",
 		Section: sectionLifecycle,
-		Run:     suite(Suites.StdinEOF),
+		Check:   conformance.CheckPackageStdinEOF,
 	},
 	{
 		ID:      "lifecycle/stdout-hygiene",
 		Title:   "Stdout hygiene",
 		Checks:  "every line the package writes to stdout is a JSON-RPC message; the first line that is not is reported, cut to 200 bytes",
 		Section: sectionWire,
-		Run:     suite(Suites.StdoutHygiene),
+		Check:   conformance.CheckPackageStdoutHygiene,
 	},
 	{
 		ID:      "lifecycle/version-mismatch",
 		Title:   "Version mismatch refused",
 		Checks:  "an initialize offering no version the package speaks is refused with unsupported_protocol_version, the same way every time, before any other call",
 		Section: sectionDecisions,
-		Run:     suite(Suites.VersionMismatch),
+		Check:   conformance.CheckPackageVersionMismatch,
 	},
 	{
 		ID:      "manifest/valid",
@@ -234,7 +265,7 @@ var criteria = []Criterion{
 		Checks:  "a handler operation called again with the same request ID makes its effect once; an operation that refuses every input certification has (certify/inputs.json or built from its schema) could not be exercised and fails",
 		Section: sectionOperations,
 		Applies: declaresHandler,
-		Run:     suite(Suites.OperationsIdempotent),
+		Check:   conformance.CheckPackageOperationsIdempotent,
 	},
 	{
 		ID:      "routes/display",
@@ -252,7 +283,7 @@ var criteria = []Criterion{
 			}
 			return false, "no route handler declares a display"
 		},
-		Run: suite(Suites.RoutesDisplay),
+		Check: conformance.CheckPackageRoutesDisplay,
 	},
 	{
 		ID:      "routes/pure",
@@ -260,7 +291,7 @@ var criteria = []Criterion{
 		Checks:  "route.match decides from its input alone: asked again, it answers the same and records, sends or changes nothing",
 		Section: sectionRouteTraces,
 		Applies: declares("the manifest declares no route handler", func(m *protocol.Manifest) bool { return len(m.Provides.Routes) > 0 }),
-		Run:     suite(Suites.RoutesPure),
+		Check:   conformance.CheckPackageRoutesPure,
 	},
 	{
 		ID:      "routes/samples",
@@ -278,7 +309,7 @@ var criteria = []Criterion{
 			}
 			return false, "no route handler declares samples"
 		},
-		Run: suite(Suites.RouteSamples),
+		Check: conformance.CheckPackageRouteSamples,
 	},
 	{
 		ID:      "schemas/current-version",
@@ -286,7 +317,7 @@ var criteria = []Criterion{
 		Checks:  "every payload the package writes carries no schema or the current (last declared) version of one of its own schema bases",
 		Section: sectionSchemas,
 		Applies: declares("the manifest declares no payload schema", func(m *protocol.Manifest) bool { return len(m.Provides.Schemas) > 0 }),
-		Run:     suite(Suites.SchemasCurrent),
+		Check:   conformance.CheckPackageSchemasCurrent,
 	},
 	{
 		ID:      "transactions/deadline",
@@ -294,7 +325,7 @@ var criteria = []Criterion{
 		Checks:  "recurrence.next, work_kind.trigger, dependency.filter and emit.commit answer within the 250 ms in-transaction deadline (a miss is tried again twice, as the host retries the transaction) and make no callback while they run",
 		Section: sectionTransactions,
 		Applies: declares("the manifest declares no in-transaction method (no recurrence, work-kind trigger, dependency filter or emit commit)", declaresInTransaction),
-		Run:     suite(Suites.InTransactionDeadline),
+		Check:   conformance.CheckPackageInTransactionDeadline,
 	},
 }
 

@@ -2,6 +2,7 @@ package certify_test
 
 import (
 	"context"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/open-conduit/open-conduit/certify"
+	"github.com/open-conduit/open-conduit/conformance"
 	"github.com/open-conduit/open-conduit/protocol"
 )
 
@@ -26,7 +28,7 @@ func TestRegistry(t *testing.T) {
 		assert.NotEmpty(t, c.Title, c.ID)
 		assert.NotEmpty(t, c.Checks, c.ID)
 		assert.NotEmpty(t, c.Section, c.ID)
-		assert.NotNil(t, c.Run, c.ID)
+		assert.True(t, (c.Run == nil) != (c.Check == nil), "%s has exactly one of Run and Check", c.ID)
 		assert.NotContains(t, c.Checks, "\n", c.ID)
 		got, ok := certify.Lookup(c.ID)
 		assert.True(t, ok, c.ID)
@@ -57,38 +59,41 @@ func TestRegistryCoversTheRules(t *testing.T) {
 	assert.Equal(t, 1, certify.CriteriaVersion)
 }
 
-// Each suite-backed criterion reaches its own Suites method: a recording
-// Suites sees every criterion call exactly one method, and no two criteria
-// share one.
-func TestCriteriaCallTheirSuites(t *testing.T) {
-	m, err := protocol.LoadManifest(fullDir)
+// Each criterion but manifest/valid has its own conformance check in its
+// registry entry: no two criteria run the same check, so one cannot stand
+// in for another.
+func TestEveryCriterionHasItsOwnCheck(t *testing.T) {
+	seen := map[uintptr]string{}
+	for _, c := range certify.Criteria() {
+		if c.ID == "manifest/valid" {
+			assert.NotNil(t, c.Run, "the runner decides manifest/valid itself")
+			assert.Nil(t, c.Check)
+			continue
+		}
+		require.NotNil(t, c.Check, "%s has no check", c.ID)
+		assert.Nil(t, c.Run, "%s has a Run beside its Check", c.ID)
+		pc := reflect.ValueOf(c.Check).Pointer()
+		if prev, dup := seen[pc]; dup {
+			t.Errorf("%s and %s run the same check", prev, c.ID)
+		}
+		seen[pc] = c.ID
+	}
+}
+
+// A criterion with no check, or whose launcher gives no conformance
+// driver, ends as harness_error (ErrNotWired), never as pass.
+func TestUnwiredCheckIsAHarnessError(t *testing.T) {
+	p := &fakePackage{}
+	unwired := certify.Criterion{ID: "a/unwired", Title: "unwired", Checks: "nothing", Section: "Fakes"}
+	driven := certify.Criterion{ID: "b/driven", Title: "driven", Checks: "through a driver", Section: "Fakes",
+		Check: func(context.Context, conformance.PackageDriver) error { return nil }}
+	out, err := run(t, certify.Config{Criteria: []certify.Criterion{unwired, driven}, Launch: p.launch}, map[string]certify.Status{
+		"a/unwired": certify.StatusHarnessError, "b/driven": certify.StatusHarnessError,
+	})
 	require.NoError(t, err)
-	rec := &recordingSuites{}
-	seen := map[string]string{}
-	for _, c := range certify.Criteria() {
-		if c.ID == "manifest/valid" {
-			continue
-		}
-		rec.calls = nil
-		err := c.Run(context.Background(), &certify.Target{Dir: fullDir, Manifest: m, Suites: rec})
-		assert.NoError(t, err, c.ID)
-		require.Len(t, rec.calls, 1, c.ID)
-		if prev, dup := seen[rec.calls[0]]; dup {
-			t.Errorf("%s and %s both run %s", prev, c.ID, rec.calls[0])
-		}
-		seen[rec.calls[0]] = c.ID
-	}
-	// Unwired, every one of them is a harness error, never a pass.
-	for _, c := range certify.Criteria() {
-		if c.ID == "manifest/valid" {
-			continue
-		}
-		for _, s := range []certify.Suites{nil, certify.NotWired{}} {
-			err := c.Run(context.Background(), &certify.Target{Manifest: m, Suites: s})
-			assert.ErrorIs(t, err, certify.ErrNotWired, c.ID)
-			assert.ErrorIs(t, err, certify.ErrHarness, c.ID)
-		}
-	}
+	assert.Contains(t, result(t, out.report, "a/unwired").Detail, "criterion a/unwired has no check wired into certify")
+	assert.Contains(t, result(t, out.report, "b/driven").Detail, "gives no conformance driver")
+	assert.Equal(t, certify.ExitHarness, out.report.ExitCode())
 }
 
 func TestApplicability(t *testing.T) {
@@ -154,66 +159,4 @@ func TestApplicability(t *testing.T) {
 		assert.Equal(t, tc.ok, ok, tc.id)
 		assert.Equal(t, tc.reason, reason, tc.id)
 	}
-}
-
-// recordingSuites records which method each criterion calls.
-type recordingSuites struct{ calls []string }
-
-func (r *recordingSuites) rec(name string) error { r.calls = append(r.calls, name); return nil }
-
-func (r *recordingSuites) Handshake(context.Context, *certify.Target) error {
-	return r.rec("Handshake")
-}
-func (r *recordingSuites) VersionMismatch(context.Context, *certify.Target) error {
-	return r.rec("VersionMismatch")
-}
-func (r *recordingSuites) ManifestMatch(context.Context, *certify.Target) error {
-	return r.rec("ManifestMatch")
-}
-func (r *recordingSuites) StdoutHygiene(context.Context, *certify.Target) error {
-	return r.rec("StdoutHygiene")
-}
-func (r *recordingSuites) Shutdown(context.Context, *certify.Target) error { return r.rec("Shutdown") }
-func (r *recordingSuites) StdinEOF(context.Context, *certify.Target) error { return r.rec("StdinEOF") }
-func (r *recordingSuites) CrashRestart(context.Context, *certify.Target) error {
-	return r.rec("CrashRestart")
-}
-func (r *recordingSuites) KVScoping(context.Context, *certify.Target) error {
-	return r.rec("KVScoping")
-}
-func (r *recordingSuites) KVAtomicity(context.Context, *certify.Target) error {
-	return r.rec("KVAtomicity")
-}
-func (r *recordingSuites) EmissionsAtomic(context.Context, *certify.Target) error {
-	return r.rec("EmissionsAtomic")
-}
-func (r *recordingSuites) EmissionsIdempotent(context.Context, *certify.Target) error {
-	return r.rec("EmissionsIdempotent")
-}
-func (r *recordingSuites) RoutesPure(context.Context, *certify.Target) error {
-	return r.rec("RoutesPure")
-}
-func (r *recordingSuites) RoutesDisplay(context.Context, *certify.Target) error {
-	return r.rec("RoutesDisplay")
-}
-func (r *recordingSuites) RouteSamples(context.Context, *certify.Target) error {
-	return r.rec("RouteSamples")
-}
-func (r *recordingSuites) OperationsIdempotent(context.Context, *certify.Target) error {
-	return r.rec("OperationsIdempotent")
-}
-func (r *recordingSuites) SchemasCurrent(context.Context, *certify.Target) error {
-	return r.rec("SchemasCurrent")
-}
-func (r *recordingSuites) ExecutorLifecycle(context.Context, *certify.Target) error {
-	return r.rec("ExecutorLifecycle")
-}
-func (r *recordingSuites) ExecutorControls(context.Context, *certify.Target) error {
-	return r.rec("ExecutorControls")
-}
-func (r *recordingSuites) InTransactionDeadline(context.Context, *certify.Target) error {
-	return r.rec("InTransactionDeadline")
-}
-func (r *recordingSuites) Cancellation(context.Context, *certify.Target) error {
-	return r.rec("Cancellation")
 }

@@ -1,8 +1,7 @@
 // Wiring API (for the command and for tests that certify real packages):
 //
-//	func NewCommand(executable string) Command // Command{Suites: PackageSuites(), Launch: HostLaunch(executable)}
+//	func NewCommand(executable string) Command // Command{Launch: HostLaunch(executable)}
 //	func HostLaunch(executable string) LaunchFunc
-//	func PackageSuites() Suites
 //	const TestScope = "certify"
 //	var ErrNotApplicable // a suite found nothing to check: the criterion ends as skip
 //
@@ -18,11 +17,12 @@
 //
 // A criterion is data: a stable hierarchical ID ("lifecycle/handshake"), a
 // title, what it checks, the spec section it enforces, an applicability
-// rule over the manifest and a Run function. Apart from manifest/valid,
-// which the runner checks itself, every criterion runs one of the shared
-// conformance suites through the Suites interface; certify never holds a
-// second copy of their logic. Without a Suites implementation those
-// criteria end as harness_error, never as pass.
+// rule over the manifest and its Check, one of the shared conformance
+// package checks (conformance.CheckPackageX), so adding a criterion is one
+// registry entry; certify never holds a second copy of their logic. Only
+// manifest/valid has a Run instead, which the runner decides itself. A
+// criterion with no check, or a launcher that gives no conformance driver,
+// ends as harness_error, never as pass.
 //
 // Every criterion ends in exactly one Status: pass, fail, skip (it does not
 // apply to what the manifest declares, or the package gave it nothing to
@@ -72,15 +72,15 @@
 //
 // Wiring: the runner reaches a package only through a LaunchFunc (which
 // makes a Package: the supervised process, its wire transcript and stderr
-// tail) and the suites only through Suites. HostLaunch and PackageSuites
-// wire both to the real host: the package runs under host.Process with a
-// host.Service on an SQLite store in the run's temporary state directory,
-// a wire tap records every line, and each criterion runs a
-// conformance.CheckPackageX core against it (NewCommand for the command
-// line). Without them the runner still checks manifest/valid and reports
-// every other criterion that applies as harness_error. A suite that finds
-// nothing to check in what the package offers returns ErrNotApplicable and
-// its criterion ends as skip, with the reason.
+// tail). HostLaunch wires it to the real host: the package runs under
+// host.Process with a host.Service on an SQLite store in the run's
+// temporary state directory, a wire tap records every line, and the
+// Package is the conformance.PackageDriver each criterion's Check runs
+// against (NewCommand for the command line). Without a launcher the runner
+// still checks manifest/valid and reports every other criterion that
+// applies as harness_error. A check that finds nothing to check in what
+// the package offers returns ErrNotApplicable and its criterion ends as
+// skip, with the reason.
 //
 // Run is the library entry point; Main only parses flags around it.
 package certify

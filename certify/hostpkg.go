@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -523,4 +524,20 @@ func (b *tailBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return string(b.buf)
+}
+
+// NewCommand returns `extension certify` wired to the real host:
+// HostLaunch(executable) makes the package, and each criterion's Check
+// drives it.
+func NewCommand(executable string) Command {
+	return Command{Launch: HostLaunch(executable)}
+}
+
+// ErrNotApplicable marks a check that found nothing in what the package
+// declares to check: the criterion ends as skip, with the reason.
+var ErrNotApplicable = conformance.ErrNotApplicable
+
+// skipReason is the reason of an ErrNotApplicable error.
+func skipReason(err error) string {
+	return strings.TrimPrefix(err.Error(), ErrNotApplicable.Error()+": ")
 }

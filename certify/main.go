@@ -32,12 +32,10 @@ itself broke.
 flags:
 `
 
-// Command is `extension certify` with its wiring: the suites and the
-// launcher the host provides. Its zero value has neither, so every
-// criterion but manifest/valid ends as harness_error.
+// Command is `extension certify` with its wiring: the launcher the host
+// provides. Its zero value has none, so every criterion but manifest/valid
+// ends as harness_error.
 type Command struct {
-	// Suites runs the conformance suites (Config.Suites).
-	Suites Suites
 	// Launch makes the package's process (Config.Launch).
 	Launch LaunchFunc
 	// Criteria overrides the registry (Config.Criteria); nil for Criteria().
@@ -230,7 +228,7 @@ func (c Command) Main(ctx context.Context, args []string, stdout, stderr io.Writ
 	}
 	report, err := Run(ctx, Config{
 		Dir: f.dir, Criteria: all, Select: sel, Baseline: baseline,
-		Timeout: f.timeout, Grace: c.Grace, Suites: c.Suites, Launch: c.Launch,
+		Timeout: f.timeout, Grace: c.Grace, Launch: c.Launch,
 		Progress: progress, Keep: f.keep, Trace: trace,
 	})
 	if errors.Is(err, ErrUsage) {

@@ -27,7 +27,7 @@ const (
 )
 
 // Config says what Run certifies and how. Its zero value, with Dir set,
-// runs every criterion with the default timeout and no suites wired.
+// runs every criterion with the default timeout and no package launcher.
 type Config struct {
 	// Dir is the package directory, holding protocol.ManifestFile.
 	Dir string
@@ -43,8 +43,6 @@ type Config struct {
 	// Grace is how long a criterion past its deadline has to return before
 	// it is abandoned; 0 for DefaultGrace.
 	Grace time.Duration
-	// Suites runs the conformance suites; nil for NotWired.
-	Suites Suites
 	// Launch makes the Package; nil leaves the criteria that need a running
 	// package as harness errors.
 	Launch LaunchFunc
@@ -101,13 +99,9 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	r := &runner{
 		timeout:  orDefault(cfg.Timeout, DefaultTimeout),
 		grace:    orDefault(cfg.Grace, DefaultGrace),
-		suites:   cfg.Suites,
 		progress: cfg.Progress,
 		baseline: baseline,
 		now:      time.Now,
-	}
-	if r.suites == nil {
-		r.suites = NotWired{}
 	}
 	if testHook != nil {
 		testHook(r)
@@ -153,7 +147,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	}
 	var interrupted error
 	for _, c := range selected {
-		t := &Target{Dir: cfg.Dir, Manifest: s.manifest, StateDir: stateDir, Suites: r.suites, session: s}
+		t := &Target{Dir: cfg.Dir, Manifest: s.manifest, StateDir: stateDir, session: s}
 		var res Result
 		if err := ctx.Err(); err != nil {
 			interrupted = err
@@ -206,7 +200,6 @@ var testHook func(*runner)
 // runner runs criteria one at a time.
 type runner struct {
 	timeout, grace time.Duration
-	suites         Suites
 	progress       io.Writer
 	baseline       map[string]bool
 	now            func() time.Time
@@ -285,7 +278,7 @@ func (r *runner) execute(ctx context.Context, c Criterion, t *Target) (st Status
 				done <- &panicError{value: v, stack: debug.Stack()}
 			}
 		}()
-		done <- c.Run(cctx, t)
+		done <- c.run(cctx, t)
 	}()
 	select {
 	case err = <-done:

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/open-conduit/open-conduit/certify"
+	"github.com/open-conduit/open-conduit/conformance"
 	"github.com/open-conduit/open-conduit/protocol"
 )
 
@@ -270,10 +271,6 @@ func TestLaunchErrors(t *testing.T) {
 }
 
 func TestNotWiredIsNeverAPass(t *testing.T) {
-	err := certify.NotWired{}.KVScoping(context.Background(), nil)
-	assert.ErrorIs(t, err, certify.ErrNotWired)
-	assert.ErrorIs(t, err, certify.ErrHarness)
-
 	// The real registry with nothing wired: manifest/valid passes, every
 	// other criterion that applies is a harness error, the rest skip.
 	out, err := run(t, certify.Config{Criteria: certify.Criteria(), Dir: minimalDir}, nil)
@@ -287,7 +284,7 @@ func TestNotWiredIsNeverAPass(t *testing.T) {
 			assert.Contains(t, res.Detail, "the manifest declares no")
 		default:
 			assert.Equal(t, certify.StatusHarnessError, res.Status, res.ID)
-			assert.Contains(t, res.Detail, "not wired", res.ID)
+			assert.Contains(t, res.Detail, "wired into certify", res.ID)
 		}
 	}
 	assert.Equal(t, 1, r.Summary.Pass)
@@ -502,7 +499,11 @@ func TestRunRefusesBadCriteria(t *testing.T) {
 	for name, cs := range map[string][]certify.Criterion{
 		"duplicate": {criterion("a/x", passes), criterion("a/x", passes)},
 		"no ID":     {criterion("", passes)},
-		"no Run":    {criterion("a/x", nil)},
+		"both a Run and a Check": {func() certify.Criterion {
+			c := criterion("a/x", passes)
+			c.Check = func(context.Context, conformance.PackageDriver) error { return nil }
+			return c
+		}()},
 	} {
 		_, err := certify.Run(context.Background(), certify.Config{Dir: minimalDir, Criteria: cs})
 		assert.ErrorIs(t, err, certify.ErrUsage, name)

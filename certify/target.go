@@ -164,7 +164,7 @@ const (
 )
 
 // Target is what a criterion runs against: the package directory, its
-// manifest, the suites and, on demand, the running Package.
+// manifest and, on demand, the running Package.
 type Target struct {
 	// Dir is the package directory.
 	Dir string
@@ -174,8 +174,6 @@ type Target struct {
 	// StateDir is the run's temporary state directory ("" when it could
 	// not be made).
 	StateDir string
-	// Suites runs the conformance suites behind the criteria.
-	Suites Suites
 
 	session   *session
 	abandoned atomic.Bool
