@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/open-conduit/open-conduit/extensions/agent"
 	"github.com/open-conduit/open-conduit/extensions/notes"
 	"github.com/open-conduit/open-conduit/extensions/runner"
 	"github.com/open-conduit/open-conduit/protocol/sdk"
@@ -14,6 +15,7 @@ import (
 // bundled are the packages the binary serves itself: a manifest whose
 // command is exactly "open-conduit extension-run NAME" runs NAME here.
 var bundled = map[string]func() *sdk.Extension{
+	agent.Name:  agent.Extension,
 	notes.Name:  notes.Extension,
 	runner.Name: runner.Extension,
 }

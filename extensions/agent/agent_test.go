@@ -1,0 +1,73 @@
+package agent
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/open-conduit/open-conduit/protocol"
+)
+
+func TestParseConfigRefusesBadScripts(t *testing.T) {
+	cases := map[string]string{
+		"not JSON":              `{"script":`,
+		"no script":             `{}`,
+		"unknown field":         `{"script":[],"extra":1}`,
+		"unknown step field":    `{"script":[{"call":"a.b","wait":"1s"}]}`,
+		"neither call nor fail": `{"script":[{}]}`,
+		"both call and fail":    `{"script":[{"call":"a.b","fail":"x"}]}`,
+		"fail with input":       `{"script":[{"fail":"x","input":{}}]}`,
+		"both expectations":     `{"script":[{"call":"a.b","expect":{},"expect_error":"not_found"}]}`,
+		"trailing data":         `{"script":[]} {}`,
+	}
+	for name, doc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := ParseConfig(json.RawMessage(doc))
+			require.Error(t, err)
+			assert.ErrorIs(t, err, protocol.ErrInvalid)
+		})
+	}
+	c, err := ParseConfig(json.RawMessage(`{"script":[{"call":"a.b","input":{"x":1},"expect":{"ok":true}},{"fail":"stop"}]}`))
+	require.NoError(t, err)
+	assert.Len(t, c.Script, 2)
+}
+
+func TestHolds(t *testing.T) {
+	decode := func(s string) any {
+		var v any
+		require.NoError(t, json.Unmarshal([]byte(s), &v))
+		return v
+	}
+	cases := []struct {
+		want, got string
+		ok        bool
+		path      string
+	}{
+		{`{"a":1}`, `{"a":1,"b":2}`, true, ""},
+		{`{"a":{"b":"x"}}`, `{"a":{"b":"x","c":1}}`, true, ""},
+		{`{"a":1}`, `{"a":2}`, false, "$.a"},
+		{`{"a":1}`, `{}`, false, "$.a"},
+		{`{"a":[1,2]}`, `{"a":[1,2,3]}`, false, "$.a"},
+		{`{"a":[{"b":1}]}`, `{"a":[{"b":2}]}`, false, "$.a[0].b"},
+		{`"x"`, `"x"`, true, ""},
+		{`{}`, `[]`, false, "$"},
+	}
+	for _, c := range cases {
+		path, ok := Holds(decode(c.want), decode(c.got), "$")
+		assert.Equal(t, c.ok, ok, "%s in %s", c.want, c.got)
+		assert.Equal(t, c.path, path, "%s in %s", c.want, c.got)
+	}
+}
+
+func TestVerdict(t *testing.T) {
+	refused := protocol.Errorf(protocol.CodeUnauthorized, "not granted")
+	assert.Empty(t, verdict(Step{Call: "a.b"}, json.RawMessage(`{}`), nil))
+	assert.Contains(t, verdict(Step{Call: "a.b"}, nil, refused), "refused with unauthorized")
+	assert.Empty(t, verdict(Step{Call: "a.b", ExpectError: "unauthorized"}, nil, refused))
+	assert.Contains(t, verdict(Step{Call: "a.b", ExpectError: "not_found"}, nil, refused), "expected the error not_found")
+	assert.Contains(t, verdict(Step{Call: "a.b", ExpectError: "not_found"}, json.RawMessage(`{"x":1}`), nil), "the call answered")
+	assert.Empty(t, verdict(Step{Call: "a.b", Expect: json.RawMessage(`{"x":1}`)}, json.RawMessage(`{"x":1,"y":2}`), nil))
+	assert.Contains(t, verdict(Step{Call: "a.b", Expect: json.RawMessage(`{"x":2}`)}, json.RawMessage(`{"x":1}`), nil), "at $.x")
+}
