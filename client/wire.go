@@ -246,11 +246,13 @@ type Work struct {
 	State           string   `json:"state"`
 	CorrelationKeys []string `json:"correlation_keys,omitempty"`
 	// Display is what the Work is, in its source's words; nil if none.
-	Display   *protocol.Display `json:"display,omitempty"`
-	Grants    []string          `json:"grants,omitempty"`
-	Revision  int64             `json:"revision"`
-	CreatedAt time.Time         `json:"created_at,omitzero"`
-	UpdatedAt time.Time         `json:"updated_at,omitzero"`
+	Display *protocol.Display `json:"display,omitempty"`
+	// Context is the route's context for the Work (JSON); nil if none.
+	Context   json.RawMessage `json:"context,omitempty"`
+	Grants    []string        `json:"grants,omitempty"`
+	Revision  int64           `json:"revision"`
+	CreatedAt time.Time       `json:"created_at,omitzero"`
+	UpdatedAt time.Time       `json:"updated_at,omitzero"`
 }
 
 // WorkQuery selects a page of Work: GET /v1/work?scope=&state=&after=&limit=.

@@ -26,6 +26,9 @@ func wireEvent(e runtime.Event) client.Event {
 func wireWork(w runtime.Work) client.Work {
 	out := client.Work{ID: w.ID, ScopeID: w.ScopeID, Kind: w.Kind, Binding: w.Binding, State: string(w.State),
 		CorrelationKeys: w.CorrelationKeys, Grants: w.Grants, Revision: w.Revision, CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt}
+	if len(w.Context) > 0 && json.Valid(w.Context) {
+		out.Context = w.Context
+	}
 	if len(w.Display) > 0 {
 		var d runtime.Display
 		// The router stores only displays that passed ValidateDisplay; one
