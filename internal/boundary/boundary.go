@@ -70,6 +70,8 @@ var Rules = []Rule{
 		Why: "the SQLite store imports runtime and modernc.org/sqlite"},
 	{Packages: []string{"host", "host/hosttest", "host/internal/..."}, Project: []string{"protocol/...", "runtime"},
 		Why: "the host imports protocol/* and runtime; never runtime/sqlite, never an extension"},
+	{Packages: []string{"host/packages"}, Project: []string{"protocol/...", "runtime", "host"},
+		Why: "packaging owns the install tree over host's discovery and conflict check; never the store, the daemon or an extension"},
 	{Packages: []string{"host/faultproxy"}, Project: []string{"protocol/..."},
 		Why: "the fault proxy is host-level: it imports protocol/* and the standard library only"},
 	{Packages: []string{"conformance", "conformance/internal/..."}, Project: []string{"protocol/...", "runtime"},
