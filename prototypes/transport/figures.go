@@ -1,0 +1,217 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/open-conduit/open-conduit/prototypes/transport/workload"
+)
+
+// Figures are one transport's row of the seed's table. Durations are in
+// microseconds; a figure the transport cannot give is zero and printed "-".
+type Figures struct {
+	Name            string  `json:"name"`
+	ColdStartUS     float64 `json:"cold_start_us"`
+	WarmRestartUS   float64 `json:"warm_restart_us"`
+	VersionRefuseUS float64 `json:"version_mismatch_us"`
+	EchoP50US       float64 `json:"echo_p50_us"`
+	EchoP99US       float64 `json:"echo_p99_us"`
+	CallbackUS      float64 `json:"host_callback_us"`
+	ArtifactMiBps   float64 `json:"artifact_mib_per_s"`
+	CancelSeenUS    float64 `json:"cancel_seen_us"`
+	CrashDetectUS   float64 `json:"crash_detected_us"`
+	BinaryMiB       float64 `json:"binary_mib"`
+	ModuleDeps      int     `json:"module_deps"`
+}
+
+const (
+	artifactBytes = 16 << 20
+	artifactChunk = 64 << 10
+	callbacks     = 2000
+	restarts      = 5
+	cancels       = 20
+	crashes       = 3
+)
+
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+func median(d []time.Duration) time.Duration {
+	slices.Sort(d)
+	return d[len(d)/2]
+}
+
+func measure(ctx context.Context, t *transport, echoN int) (Figures, error) {
+	f := Figures{Name: t.name}
+	st, err := os.Stat(t.binary)
+	if err != nil {
+		return f, err
+	}
+	f.BinaryMiB = float64(st.Size()) / (1 << 20)
+	if f.ModuleDeps, err = moduleDeps(t.binary); err != nil {
+		return f, err
+	}
+
+	// Cold start: the first launch of a binary the OS has not run (a fresh
+	// copy), through the handshake.
+	fresh, err := freshCopy(t.binary)
+	if err != nil {
+		return f, err
+	}
+	defer os.Remove(fresh)
+	start := time.Now()
+	s, err := t.start(ctx, fresh, []int{workload.Version})
+	if err != nil {
+		return f, fmt.Errorf("cold start: %w", err)
+	}
+	f.ColdStartUS = us(time.Since(start))
+	_ = s.close()
+
+	// Warm restart: the same binary again, through the handshake.
+	var warm []time.Duration
+	for range restarts {
+		start := time.Now()
+		s, err := t.start(ctx, t.binary, []int{workload.Version})
+		if err != nil {
+			return f, fmt.Errorf("warm restart: %w", err)
+		}
+		warm = append(warm, time.Since(start))
+		_ = s.close()
+	}
+	f.WarmRestartUS = us(median(warm))
+
+	if !t.floor {
+		var refusals []time.Duration
+		for range restarts {
+			start := time.Now()
+			if _, err := t.start(ctx, t.binary, []int{workload.BadVersion}); err == nil {
+				return f, fmt.Errorf("a foreign version was accepted")
+			}
+			refusals = append(refusals, time.Since(start))
+		}
+		f.VersionRefuseUS = us(median(refusals))
+	}
+
+	s, err = t.start(ctx, t.binary, []int{workload.Version})
+	if err != nil {
+		return f, err
+	}
+	defer func() { _ = s.close() }()
+
+	// Echo: sequential round trips after a warm-up.
+	if err := echoes(ctx, s, 9, 500); err != nil {
+		return f, err
+	}
+	lat := make([]time.Duration, 0, echoN)
+	in := workload.EchoParams{Text: workload.EchoText}
+	var out workload.EchoParams
+	for i := range echoN {
+		in.Seq = i
+		start := time.Now()
+		if err := s.call(ctx, workload.MethodEcho, in, &out); err != nil {
+			return f, err
+		}
+		lat = append(lat, time.Since(start))
+	}
+	slices.Sort(lat)
+	f.EchoP50US = us(lat[len(lat)/2])
+	f.EchoP99US = us(lat[len(lat)*99/100])
+
+	// Artifact: 16 MiB in acknowledged 64 KiB chunks (one warm-up upload).
+	if _, err := s.upload(ctx, artifactBytes/4, artifactChunk, 2); err != nil {
+		return f, fmt.Errorf("artifact: %w", err)
+	}
+	workload.Data(artifactBytes, 3) // made before the clock starts
+	start = time.Now()
+	if _, err := s.upload(ctx, artifactBytes, artifactChunk, 3); err != nil {
+		return f, fmt.Errorf("artifact: %w", err)
+	}
+	f.ArtifactMiBps = float64(artifactBytes) / (1 << 20) / time.Since(start).Seconds()
+
+	if t.floor {
+		return f, nil
+	}
+
+	// Host callback: one request whose handler calls the host back.
+	start = time.Now()
+	var cb workload.CallbackResult
+	if err := s.call(ctx, workload.MethodCallback, workload.CallbackParams{N: callbacks}, &cb); err != nil {
+		return f, fmt.Errorf("host callback: %w", err)
+	}
+	f.CallbackUS = us(time.Since(start)) / callbacks
+
+	// Cancel seen by the extension: from the caller's cancel to the
+	// handler's context ending, by the machine's wall clock.
+	var seen []time.Duration
+	for i := range cancels {
+		d, err := cancelOnce(ctx, s, fmt.Sprintf("measure-%d", i))
+		if err != nil {
+			return f, fmt.Errorf("cancel: %w", err)
+		}
+		seen = append(seen, d)
+	}
+	f.CancelSeenUS = us(median(seen))
+
+	// Crash detected: from the call that crashes the extension to its
+	// transport error, on fresh sessions.
+	var crashed []time.Duration
+	for range crashes {
+		cs, err := t.start(ctx, t.binary, []int{workload.Version})
+		if err != nil {
+			return f, err
+		}
+		d, err := crashOnce(ctx, cs)
+		_ = cs.close()
+		if err != nil {
+			return f, fmt.Errorf("crash: %w", err)
+		}
+		crashed = append(crashed, d)
+	}
+	f.CrashDetectUS = us(median(crashed))
+	return f, nil
+}
+
+// freshCopy copies bin to a new file, which the OS has never run.
+func freshCopy(bin string) (string, error) {
+	src, err := os.Open(bin)
+	if err != nil {
+		return "", err
+	}
+	defer src.Close()
+	dst := filepath.Join(filepath.Dir(bin), fmt.Sprintf("%s-cold-%d", filepath.Base(bin), time.Now().UnixNano()))
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o755)
+	if err != nil {
+		return "", err
+	}
+	if _, err := io.Copy(out, src); err != nil {
+		out.Close()
+		return "", err
+	}
+	return dst, out.Close()
+}
+
+// moduleDeps counts the modules linked into bin beyond the project's own,
+// as go version -m lists them.
+func moduleDeps(bin string) (int, error) {
+	out, err := exec.Command("go", "version", "-m", bin).Output()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) >= 2 && fields[0] == "dep" && !strings.HasPrefix(fields[1], "github.com/open-conduit/open-conduit") {
+			n++
+		}
+	}
+	return n, sc.Err()
+}
