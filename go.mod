@@ -3,6 +3,7 @@ module github.com/open-conduit/open-conduit
 go 1.26.0
 
 require (
+	github.com/robfig/cron/v3 v3.0.1
 	github.com/rogpeppe/go-internal v1.16.0
 	github.com/stretchr/testify v1.12.1
 	modernc.org/sqlite v1.62.0

@@ -9,15 +9,17 @@ import (
 	"github.com/open-conduit/open-conduit/extensions/agent"
 	"github.com/open-conduit/open-conduit/extensions/notes"
 	"github.com/open-conduit/open-conduit/extensions/runner"
+	"github.com/open-conduit/open-conduit/extensions/schedule"
 	"github.com/open-conduit/open-conduit/protocol/sdk"
 )
 
 // bundled are the packages the binary serves itself: a manifest whose
 // command is exactly "open-conduit extension-run NAME" runs NAME here.
 var bundled = map[string]func() *sdk.Extension{
-	agent.Name:  agent.Extension,
-	notes.Name:  notes.Extension,
-	runner.Name: runner.Extension,
+	agent.Name:    agent.Extension,
+	notes.Name:    notes.Extension,
+	runner.Name:   runner.Extension,
+	schedule.Name: schedule.Extension,
 }
 
 // bundledNames is the names of the bundled extensions, sorted.
