@@ -129,6 +129,29 @@ type ClockAdvance struct {
 	To time.Time `json:"to,omitzero"`
 }
 
+// FaultInjection is the body of POST /v1/faults (serve --test-faults): one
+// rule of host/faultproxy's grammar, such as "crash method=route.match
+// nth=1", armed on the proxy between the host and the package's process.
+type FaultInjection struct {
+	Package string `json:"package"`
+	Rule    string `json:"rule"`
+}
+
+// FaultState is a package's armed fault rules: the answer of POST
+// /v1/faults, GET /v1/faults/{package} and DELETE /v1/faults/{package}.
+type FaultState struct {
+	Package string      `json:"package"`
+	Rules   []FaultRule `json:"rules"`
+}
+
+// FaultRule is one armed rule in its canonical text, with how many
+// messages it has counted and how many times it has fired.
+type FaultRule struct {
+	Rule    string `json:"rule"`
+	Counted int    `json:"counted"`
+	Fired   int    `json:"fired"`
+}
+
 // Readiness is GET /v1/ready: 200 when ready, 503 (unavailable) with the
 // same body otherwise.
 type Readiness struct {

@@ -107,8 +107,11 @@ func (p *Process) launch() (*instance, error) {
 	}
 	var connR io.ReadCloser = outR
 	var connW io.WriteCloser = inW
+	if p.cfg.Interpose != nil {
+		connR, connW = p.cfg.Interpose(cmd.Process.Pid, connR, connW)
+	}
 	if p.cfg.Wire != nil {
-		connR, connW = p.cfg.Wire(outR, inW)
+		connR, connW = p.cfg.Wire(connR, connW)
 	}
 	inst.conn = jsonrpc.NewConn(connR, connW, handler, &jsonrpc.Options{
 		DecodeError: decodeWireError,

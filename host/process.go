@@ -112,6 +112,12 @@ type Config struct {
 	// and writes its stdin through the returned writer. Closing either must
 	// close the stream it wraps. Certification records the wire with it.
 	Wire func(stdout io.ReadCloser, stdin io.WriteCloser) (io.ReadCloser, io.WriteCloser)
+	// Interpose, when set, sits nearest the process, inside Wire: it is
+	// given each new process's ID (the leader of its process group) and
+	// streams, and returns the streams the connection uses, with Wire's
+	// contract. The fault proxy (host/faultproxy's Proxy.Interpose) is
+	// put in here; nil leaves the pipes as they are.
+	Interpose func(pid int, stdout io.ReadCloser, stdin io.WriteCloser) (io.ReadCloser, io.WriteCloser)
 }
 
 // State is where a supervised process is in its life.

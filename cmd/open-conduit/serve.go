@@ -36,6 +36,11 @@ flags:
                       through POST /v1/clock/advance (client.AdvanceClock); the
                       daemon's timers, waits, leases and background passes run
                       on it
+  --test-faults       for tests only: start every package behind the JSON-RPC fault
+                      proxy and serve POST /v1/faults and DELETE /v1/faults/{package}
+                      (client.InjectFault, client.ClearFaults) to script faults such
+                      as "crash method=route.match nth=1" (the grammar: go doc
+                      ./host/faultproxy)
 `
 
 // shutdownBound bounds serve's orderly shutdown after SIGTERM.
@@ -49,6 +54,7 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	logFormat := fs.String("log-format", "text", "text or json")
 	var testClock testClockFlag
 	fs.Var(&testClock, "test-clock", "for tests only: a manual clock standing at TIME (RFC 3339, default now)")
+	testFaults := fs.Bool("test-faults", false, "for tests only: packages behind the fault proxy, faults scripted through the API")
 	fs.Usage = func() { fmt.Fprint(fs.Output(), "usage: open-conduit serve [flags]\n\n"+serveDetails) }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -99,7 +105,8 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	defer signal.Stop(hup)
 
 	d, err := daemon.Open(ctx, daemon.Options{ConfigDir: *configDir, StateDir: *stateDir, BundledDir: bundled,
-		Executable: exe, Version: binaryVersion(), Logger: logger, Clock: testClock.clock()})
+		Executable: exe, Version: binaryVersion(), Logger: logger, Clock: testClock.clock(),
+		TestFaults: *testFaults})
 	if err != nil {
 		var locked *daemon.LockedError
 		if errors.As(err, &locked) {
@@ -117,6 +124,9 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "  logs:     daemon on stderr, packages in %s\n", filepath.Join(st.Paths.Logs, "extensions"))
 	if cs := d.ClockState(); cs.Manual {
 		fmt.Fprintf(stdout, "  clock:    test clock at %s: it moves only through POST /v1/clock/advance\n", cs.Now.Format(time.RFC3339))
+	}
+	if *testFaults {
+		fmt.Fprintf(stdout, "  faults:   test fault injection: every package behind the fault proxy, scripted through POST /v1/faults\n")
 	}
 	for _, p := range st.Packages {
 		fmt.Fprintf(stdout, "  package:  %s %s (%s, %s)\n", p.Name, p.Version, p.Origin, p.State)

@@ -94,6 +94,9 @@ var apiRoutes = []apiRoute{
 	{"GET", "/v1/clock", nil, (*api).clock},
 	{"POST", "/v1/clock/advance", nil, (*api).advanceClock},
 	{"GET", "/v1/doctor", []string{"deep"}, (*api).doctor},
+	{"POST", "/v1/faults", nil, (*api).injectFault},
+	{"GET", "/v1/faults/{package}", nil, (*api).faults},
+	{"DELETE", "/v1/faults/{package}", nil, (*api).clearFaults},
 	{"GET", "/v1/kv", []string{"package", "namespace", "prefix", "after", "limit"}, (*api).kv},
 }
 

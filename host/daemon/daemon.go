@@ -60,6 +60,11 @@ type Options struct {
 	// starts each with StartPackage (certification starts its package
 	// when a check asks for it).
 	Deferred bool
+	// TestFaults starts every package's process behind a fault proxy
+	// (host/faultproxy) and serves POST /v1/faults and DELETE
+	// /v1/faults/{package}; off, nothing is interposed and those routes
+	// refuse with conflict (serve --test-faults; fault.go).
+	TestFaults bool
 	// Configure, when set, is each package's fixed configure: config.json
 	// is not read and no generation is stored or applied (certification
 	// configures its one package in its test scope this way).
@@ -86,6 +91,10 @@ type Daemon struct {
 
 	// toolbelt is the runs' toolbelt endpoint and token issuer.
 	toolbelt *toolbelt
+
+	// faults are the packages' fault proxies (Options.TestFaults; nil
+	// without).
+	faults *faultSet
 
 	// telemetry is the pipeline of captured telemetry events (compose
 	// starts it; nil offline).
@@ -195,6 +204,12 @@ func Open(ctx context.Context, opts Options) (d *Daemon, err error) {
 	}
 	d = &Daemon{opts: opts, log: opts.Logger, started: time.Now().UTC(), environ: opts.Environ,
 		current: &Config{}, serving: make(chan struct{})}
+	if opts.TestFaults {
+		d.faults = newFaultSet(d.log)
+	}
+	if err := armKillPoint(opts.Environ()); err != nil {
+		return nil, err
+	}
 	if d.lock, err = acquireLock(lockPath(opts.StateDir)); err != nil {
 		return nil, err
 	}
@@ -207,7 +222,7 @@ func Open(ctx context.Context, opts Options) (d *Daemon, err error) {
 	if d.sqlite, err = sqlite.Open(storeDir(opts.StateDir)); err != nil {
 		return nil, fmt.Errorf("daemon: opening the store: %w", err)
 	}
-	d.store = newNotifyingStore(d.sqlite)
+	d.store = newNotifyingStore(killStore(d.sqlite))
 	if d.toolbelt, err = newToolbelt(opts.StateDir, d.Engine, d.log); err != nil {
 		return nil, err
 	}

@@ -28,6 +28,7 @@ func (d *Daemon) newProcess(pr *pkgRun) error {
 		},
 		ShutdownGrace: d.opts.ShutdownGrace, TermGrace: d.opts.TermGrace,
 		ReapTimeout: d.opts.ReapTimeout, StartTimeout: d.opts.StartTimeout, Wire: wire,
+		Interpose: d.interposer(p.Name),
 	})
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)

@@ -188,7 +188,9 @@ func (w *webhookListener) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	for i, ev := range events {
 		a.Events[i] = ev.ID
 	}
+	killPoint(KillIngressAckBefore)
 	w.answer(rw, http.StatusOK, a)
+	killPointFlushed(rw, KillIngressAckAfter)
 }
 
 // refusalStatus maps the codes a package refuses a request with to the
