@@ -63,6 +63,10 @@ func TestCheckCatchesViolations(t *testing.T) {
 		{"suite imports the SQLite store", boundary.Package{ImportPath: m + "conformance", Deps: []string{m + "runtime/sqlite"}}, m + "runtime/sqlite"},
 		{"extension imports another extension", boundary.Package{ImportPath: m + "extensions/notes", Deps: []string{m + "protocol/sdk", m + "extensions/runner"}}, m + "extensions/runner"},
 		{"SDK imports the host", boundary.Package{ImportPath: m + "protocol/sdk", Deps: []string{m + "protocol", m + "host"}}, m + "host"},
+		{"an extension other than schedule imports robfig/cron", boundary.Package{ImportPath: m + "extensions/notes", Deps: []string{m + "protocol/sdk", "github.com/robfig/cron/v3"}}, "github.com/robfig/cron/v3"},
+		{"the SDK imports robfig/cron", boundary.Package{ImportPath: m + "protocol/sdk", Deps: []string{m + "protocol", "github.com/robfig/cron/v3"}}, "github.com/robfig/cron/v3"},
+		{"the core imports robfig/cron", boundary.Package{ImportPath: m + "runtime", Deps: []string{"github.com/robfig/cron/v3"}}, "github.com/robfig/cron/v3"},
+		{"schedule imports another extension", boundary.Package{ImportPath: m + "extensions/schedule", Deps: []string{"github.com/robfig/cron/v3", m + "extensions/notes"}}, m + "extensions/notes"},
 		{"test code pulls in an unknown module", boundary.Package{ImportPath: m + "protocol_test [" + m + "protocol.test]", ForTest: m + "protocol", Deps: []string{"example.com/evil"}}, "example.com/evil"},
 	}
 	for _, c := range cases {
@@ -72,6 +76,22 @@ func TestCheckCatchesViolations(t *testing.T) {
 			assert.Equal(t, c.dep, violations[0].Dep)
 		})
 	}
+
+	t.Run("schedule may import robfig/cron", func(t *testing.T) {
+		violations, _ := boundary.Check([]boundary.Package{{ImportPath: m + "extensions/schedule",
+			Deps: []string{m + "protocol/sdk", "github.com/robfig/cron/v3"}}}, boundary.Rules)
+		assert.Empty(t, violations, "the one package the rule lets have it")
+
+		// Real data: schedule really imports robfig/cron, so the rule every
+		// other extension is under must fire on go list's own output.
+		generic := []boundary.Rule{{Packages: []string{"extensions/schedule"}, Project: []string{"protocol/..."}, Why: "an extension"}}
+		violations, _ = boundary.Check(goList(t, "./extensions/schedule"), generic)
+		var deps []string
+		for _, v := range violations {
+			deps = append(deps, v.Dep)
+		}
+		assert.Contains(t, deps, "github.com/robfig/cron/v3")
+	})
 
 	t.Run("a package no rule governs", func(t *testing.T) {
 		_, ungoverned := boundary.Check([]boundary.Package{{ImportPath: m + "newthing"}}, boundary.Rules)
