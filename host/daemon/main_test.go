@@ -11,7 +11,7 @@ import (
 // TestMain removes the builds the tests shared.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	for _, dir := range []string{binDir, minimalDir} {
+	for _, dir := range []string{binDir, minimalDir, faultBinDir} {
 		if dir != "" {
 			os.RemoveAll(dir)
 		}

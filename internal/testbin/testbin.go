@@ -17,11 +17,20 @@ import (
 // Build builds cmd/open-conduit into dir and returns the binary's path.
 // Bundled extensions (notes, runner) run on that binary, so tests that
 // start them over the wire need it rather than the test binary.
-func Build(dir string) (string, error) {
+func Build(dir string) (string, error) { return BuildTags(dir) }
+
+// BuildTags is Build with build tags: BuildTags(dir, "faultinject")
+// builds the binary with the daemon's kill points (host/daemon's
+// killpoint_on.go), which a release build does not have.
+func BuildTags(dir string, tags ...string) (string, error) {
 	bin := filepath.Join(dir, "open-conduit")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/open-conduit/open-conduit/cmd/open-conduit").CombinedOutput()
+	args := []string{"build", "-o", bin}
+	if len(tags) > 0 {
+		args = append(args, "-tags", strings.Join(tags, ","))
+	}
+	out, err := exec.Command("go", append(args, "github.com/open-conduit/open-conduit/cmd/open-conduit")...).CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("go build cmd/open-conduit: %v\n%s", err, out)
+		return "", fmt.Errorf("go build %s cmd/open-conduit: %v\n%s", strings.Join(tags, ","), err, out)
 	}
 	return bin, nil
 }
