@@ -63,6 +63,8 @@ func TestCheckCatchesViolations(t *testing.T) {
 		{"suite imports the SQLite store", boundary.Package{ImportPath: m + "conformance", Deps: []string{m + "runtime/sqlite"}}, m + "runtime/sqlite"},
 		{"extension imports another extension", boundary.Package{ImportPath: m + "extensions/notes", Deps: []string{m + "protocol/sdk", m + "extensions/runner"}}, m + "extensions/runner"},
 		{"SDK imports the host", boundary.Package{ImportPath: m + "protocol/sdk", Deps: []string{m + "protocol", m + "host"}}, m + "host"},
+		{"authors' harness imports the host", boundary.Package{ImportPath: m + "extensiontest", Deps: []string{m + "client", m + "protocol", m + "host"}}, m + "host"},
+		{"authors' harness imports internal test helpers", boundary.Package{ImportPath: m + "extensiontest", Deps: []string{m + "client", m + "internal/daemontest"}}, m + "internal/daemontest"},
 		{"an extension other than schedule imports robfig/cron", boundary.Package{ImportPath: m + "extensions/notes", Deps: []string{m + "protocol/sdk", "github.com/robfig/cron/v3"}}, "github.com/robfig/cron/v3"},
 		{"the SDK imports robfig/cron", boundary.Package{ImportPath: m + "protocol/sdk", Deps: []string{m + "protocol", "github.com/robfig/cron/v3"}}, "github.com/robfig/cron/v3"},
 		{"the core imports robfig/cron", boundary.Package{ImportPath: m + "runtime", Deps: []string{"github.com/robfig/cron/v3"}}, "github.com/robfig/cron/v3"},
