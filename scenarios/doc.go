@@ -33,6 +33,12 @@
 // stats the module's sources, so go test's cache reruns the scenarios
 // after any change to the binary or the packages.
 //
+// The fault drills, testdata/drills/*.txtar, are embedded (Drills) and
+// run by TestDrills through package drill, whose commands (daemon, await,
+// expect, webhook, ext kill, fault …) its doc.go lists; TestSoak runs 20
+// rounds of the kill -9 soak. go test ./scenarios -run TestDrills/<name>
+// replays one, as `open-conduit drill run <name>` does from the binary.
+//
 // Run them all with
 //
 //	go test ./scenarios

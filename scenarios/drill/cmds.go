@@ -1,0 +1,302 @@
+package drill
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/open-conduit/open-conduit/client"
+	"github.com/open-conduit/open-conduit/extensions/notes"
+	"github.com/open-conduit/open-conduit/extensions/runner"
+)
+
+// Cmds are the commands drills add to testscript's, sorted by name (the
+// list with their arguments is in doc.go). Each checks its arguments,
+// refuses a "!" it gives no meaning, and says what it expected when it
+// fails.
+var Cmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
+	"await":     cmdAwait,
+	"clock":     cmdClock,
+	"config":    cmdConfig,
+	"daemon":    cmdDaemon,
+	"expect":    cmdExpect,
+	"ext":       cmdExt,
+	"install":   cmdInstall,
+	"reconcile": cmdReconcile,
+	"webhook":   cmdWebhook,
+}
+
+func noNeg(ts *testscript.TestScript, neg bool, name string) {
+	if neg {
+		ts.Fatalf("unsupported: ! %s", name)
+	}
+}
+
+// cmdDaemon: daemon start|restart [NAME=VALUE…] [serve flags…] | stop | kill.
+func cmdDaemon(ts *testscript.TestScript, neg bool, args []string) {
+	noNeg(ts, neg, "daemon")
+	s := state(ts)
+	if len(args) == 0 {
+		ts.Fatalf("usage: daemon start|restart [NAME=VALUE...] [serve flags...] | daemon stop | daemon kill")
+	}
+	switch verb, rest := args[0], args[1:]; verb {
+	case "start":
+		ts.Check(s.start(rest))
+	case "restart":
+		if s.d != nil {
+			ts.Check(s.stop())
+		}
+		if len(rest) == 0 {
+			rest = s.lastArgs
+		}
+		ts.Check(s.start(rest))
+	case "stop", "kill":
+		if len(rest) != 0 {
+			ts.Fatalf("usage: daemon %s (no arguments)", verb)
+		}
+		if verb == "stop" {
+			ts.Check(s.stop())
+		} else {
+			ts.Check(s.kill())
+		}
+	default:
+		ts.Fatalf("daemon: unknown verb %q: want start, stop, kill or restart", verb)
+	}
+}
+
+// cmdInstall: install NAME… — a bundled package (notes, runner) installed
+// under the config directory, its manifest from this binary.
+func cmdInstall(ts *testscript.TestScript, neg bool, args []string) {
+	noNeg(ts, neg, "install")
+	s := state(ts)
+	if len(args) == 0 {
+		ts.Fatalf("usage: install NAME... (one of %s)", strings.Join(bundledNames(), ", "))
+	}
+	for _, name := range args {
+		manifest, ok := bundled[name]
+		if !ok {
+			ts.Fatalf("install: %q is no bundled package (want one of %s)", name, strings.Join(bundledNames(), ", "))
+		}
+		dir := filepath.Join(s.configDir, "extensions", name)
+		ts.Check(os.MkdirAll(dir, 0o755))
+		ts.Check(os.WriteFile(filepath.Join(dir, "open-conduit-extension.json"), manifest(), 0o644))
+	}
+}
+
+// bundled are the packages a drill can install: their manifests run them
+// as `open-conduit extension-run NAME` on the drill's binary.
+var bundled = map[string]func() []byte{
+	notes.Name:  func() []byte { return notes.Extension().Manifest },
+	runner.Name: func() []byte { return runner.Extension().Manifest },
+}
+
+func bundledNames() []string {
+	var names []string
+	for n := range bundled {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// cmdConfig: config apply FILE — FILE ($NAME expanded) applied to the
+// running daemon; with ! the daemon must refuse it.
+func cmdConfig(ts *testscript.TestScript, neg bool, args []string) {
+	s := state(ts)
+	if len(args) != 2 || args[0] != "apply" {
+		ts.Fatalf("usage: config apply FILE")
+	}
+	c, err := s.api()
+	ts.Check(err)
+	ctx, cancel := s.ctx()
+	defer cancel()
+	gen, err := c.ApplyConfig(ctx, []byte(s.expand(ts.ReadFile(args[1]))))
+	var apiErr *client.Error
+	switch {
+	case neg && errors.As(err, &apiErr) && apiErr.Code == client.CodeConfigInvalid:
+		for _, d := range apiErr.Diagnostics {
+			fmt.Fprintf(ts.Stdout(), "%s: %s: %s\n", d.Path, d.Rule, d.Message)
+		}
+	case neg && err == nil:
+		ts.Fatalf("config apply: the daemon applied %s as generation %d, want a refusal", args[1], gen.Number)
+	case err != nil:
+		ts.Fatalf("config apply %s: %v", args[1], err)
+	default:
+		fmt.Fprintf(ts.Stdout(), "generation %d\n", gen.Number)
+	}
+}
+
+// cmdClock: clock advance DURATION — the daemon's manual clock (serve
+// --test-clock) moved forward.
+func cmdClock(ts *testscript.TestScript, neg bool, args []string) {
+	noNeg(ts, neg, "clock")
+	s := state(ts)
+	if len(args) != 2 || args[0] != "advance" {
+		ts.Fatalf("usage: clock advance DURATION")
+	}
+	d, err := time.ParseDuration(args[1])
+	if err != nil || d < 0 {
+		ts.Fatalf("clock advance: %q is not a duration that is not negative (such as 90s)", args[1])
+	}
+	c, err := s.api()
+	ts.Check(err)
+	ctx, cancel := s.ctx()
+	defer cancel()
+	st, err := c.AdvanceClock(ctx, d)
+	if err != nil {
+		ts.Fatalf("clock advance %v: %v (was the daemon started with --test-clock?)", d, err)
+	}
+	fmt.Fprintf(ts.Stdout(), "now %s\n", st.Now.Format(time.RFC3339))
+}
+
+// cmdExt: ext kill NAME — SIGKILL to the package's process group; it
+// returns once the process has exited.
+func cmdExt(ts *testscript.TestScript, neg bool, args []string) {
+	noNeg(ts, neg, "ext")
+	s := state(ts)
+	if len(args) != 2 || args[0] != "kill" {
+		ts.Fatalf("usage: ext kill NAME")
+	}
+	p := s.pkg(ts, args[1])
+	if p.PID <= 0 {
+		ts.Fatalf("ext kill: package %s runs no process (state %s)", p.Name, p.State)
+	}
+	if err := syscall.Kill(-p.PID, syscall.SIGKILL); err != nil {
+		ts.Fatalf("ext kill %s: process group %d: %v", p.Name, p.PID, err)
+	}
+	ts.Check(waitGone(p.PID, s.within))
+	s.progress("package %s killed (process group %d, restarts so far %d)", p.Name, p.PID, p.Restarts)
+	fmt.Fprintf(ts.Stdout(), "killed %s (pid %d)\n", p.Name, p.PID)
+}
+
+// pkg is the running daemon's package name.
+func (s *script) pkg(ts *testscript.TestScript, name string) client.Package {
+	c, err := s.api()
+	ts.Check(err)
+	ctx, cancel := s.ctx()
+	defer cancel()
+	st, err := c.Status(ctx)
+	ts.Check(err)
+	for _, p := range st.Packages {
+		if p.Name == name {
+			return p
+		}
+	}
+	ts.Fatalf("the daemon runs no package %q", name)
+	return client.Package{}
+}
+
+// cmdReconcile: reconcile [--want complete|partial|refused] SOURCE — one
+// scan of an ingress source now (default want: complete).
+func cmdReconcile(ts *testscript.TestScript, neg bool, args []string) {
+	noNeg(ts, neg, "reconcile")
+	s := state(ts)
+	want := "complete"
+	if len(args) == 3 && args[0] == "--want" {
+		want, args = args[1], args[2:]
+	}
+	if len(args) != 1 || !slices.Contains([]string{"complete", "partial", "refused"}, want) {
+		ts.Fatalf("usage: reconcile [--want complete|partial|refused] SOURCE")
+	}
+	c, err := s.api()
+	ts.Check(err)
+	ctx, cancel := s.ctx()
+	defer cancel()
+	res, err := c.Reconcile(ctx, s.expand(args[0]))
+	got := "complete"
+	switch {
+	case err != nil:
+		got = "refused"
+		fmt.Fprintf(ts.Stdout(), "refused: %v\n", err)
+	case !res.Complete:
+		got = "partial"
+	}
+	if err == nil {
+		b, _ := json.Marshal(res)
+		fmt.Fprintf(ts.Stdout(), "%s\n", b)
+	}
+	if got != want {
+		ts.Fatalf("reconcile %s: the scan was %s, want %s (%v)", args[0], got, want, err)
+	}
+}
+
+// filters are FIELD=VALUE words; count=N is taken out.
+type filters struct {
+	fields map[string]string
+	count  int
+}
+
+func parseFilters(ts *testscript.TestScript, cmd string, words []string, allowed ...string) filters {
+	f := filters{fields: map[string]string{}, count: -1}
+	for _, w := range words {
+		k, v, ok := strings.Cut(w, "=")
+		if !ok {
+			ts.Fatalf("%s: %q is not FIELD=VALUE (fields: %s, count)", cmd, w, strings.Join(allowed, ", "))
+		}
+		if k == "count" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				ts.Fatalf("%s: count=%q is not a count", cmd, v)
+			}
+			f.count = n
+			continue
+		}
+		if !slices.Contains(allowed, k) {
+			ts.Fatalf("%s: unknown field %q (fields: %s, count)", cmd, k, strings.Join(allowed, ", "))
+		}
+		f.fields[k] = v
+	}
+	return f
+}
+
+func (f filters) match(got map[string]string) bool {
+	for k, v := range f.fields {
+		if got[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func (f filters) String() string {
+	var parts []string
+	for k, v := range f.fields {
+		parts = append(parts, k+"="+v)
+	}
+	slices.Sort(parts)
+	if len(parts) == 0 {
+		return "any"
+	}
+	return strings.Join(parts, " ")
+}
+
+var (
+	eventFields = []string{"source", "delivery", "family", "type", "scope", "schema"}
+	workFields  = []string{"id", "state", "kind", "scope", "binding"}
+	// workChangeFields are the fields a Work change carries.
+	workChangeFields = []string{"id", "state", "scope"}
+	execFields       = []string{"work", "state", "attempt", "epoch", "executor"}
+)
+
+func eventOf(e client.Event) map[string]string {
+	return map[string]string{"source": e.Source, "delivery": e.DeliveryID, "family": e.Family, "type": e.Type,
+		"scope": e.ScopeID, "schema": e.Schema}
+}
+
+func workOf(w client.Work) map[string]string {
+	return map[string]string{"id": w.ID, "state": w.State, "kind": w.Kind, "scope": w.ScopeID, "binding": w.Binding}
+}
+
+func execOf(x client.Execution) map[string]string {
+	return map[string]string{"work": x.WorkID, "state": x.State, "attempt": strconv.Itoa(x.Attempt),
+		"epoch": strconv.FormatInt(x.Epoch, 10), "executor": x.Executor}
+}

@@ -1,0 +1,66 @@
+// Package drill owns Open Conduit's fault drills: the testscript commands
+// that drive the real binary through a crash (start and kill the daemon,
+// kill a package, hold a webhook mid-request, wait on the change stream,
+// check what was kept), the runner that replays an embedded drill outside
+// go test (open-conduit drill run), and the kill -9 soak (Soak, open-conduit
+// drill soak). The drills themselves are scenarios/testdata/drills/*.txtar,
+// embedded in package scenarios; go test ./scenarios -run TestDrills/NAME
+// runs one through the same Params.
+//
+// Each drill's comment names the crash-table row (or spec section) it
+// drills on a "# row:" line. Every drill runs in its own work directory
+// with $WORK/config and $WORK/state as the daemon's directories, the
+// binary first on PATH, $NOTES_WEBHOOK_SECRET set and $NOTES_TEST_HOLD_FIFO
+// naming a FIFO for notes' test hold. The condition [faultinject] holds
+// when the binary was built with -tags faultinject.
+//
+// The commands, besides testscript's own (each checks its arguments and
+// says what it expected when it fails; none takes "!" unless it says so):
+//
+//	await event|work [--within D] [count=N] [FIELD=VALUE...]
+//		wait on the change stream, from its start, until N distinct
+//		Events (Works) had a change matching every field (event fields:
+//		source, delivery, family, type, scope, schema; work fields, as a
+//		change carries them: id, state, scope); a deadline, never a sleep
+//	clock advance DURATION
+//		move the daemon's manual clock (serve --test-clock)
+//	config apply FILE
+//		apply FILE ($NAME expanded) to the running daemon; with ! the
+//		daemon must refuse it (the diagnostics are printed)
+//	daemon start [NAME=VALUE...] [serve flags...]
+//		start serve (with $WORK/config.json, $NAME expanded, as its
+//		config.json) and wait for its ready line; NAME=VALUE words go
+//		into its environment (OPEN_CONDUIT_KILL_POINT=NAME:N)
+//	daemon stop
+//		SIGTERM; the daemon must exit 0
+//	daemon kill
+//		SIGKILL, after recording its package processes for expect none
+//	daemon restart [NAME=VALUE...] [serve flags...]
+//		stop a running daemon, then start (the last start's arguments
+//		when none are given)
+//	expect event|work|exec N [FIELD=VALUE...]
+//		exactly N Events, Works (fields: id, state, kind, scope,
+//		binding) or Executions (fields: work, state, attempt, epoch,
+//		executor) match, read through the API now
+//	expect wait N [scope=ID]
+//		exactly N active Waits
+//	expect kv PKG N [namespace=NS] [prefix=P]
+//		exactly N entries in PKG's KV namespace (client.KV)
+//	expect none
+//		every package process of the last killed daemon has exited (no
+//		orphan); waits on each process's pidfd up to the deadline
+//	ext kill NAME
+//		SIGKILL to package NAME's process group (its PID in status);
+//		returns once the process has exited
+//	install NAME...
+//		install bundled packages (notes, runner) under $WORK/config
+//	reconcile [--want complete|partial|refused] SOURCE
+//		run one reconcile scan of SOURCE now
+//	webhook send [--hold NAME] [--want STATUS] SCOPE ENTRY FILE
+//		post FILE to notes' webhook of SCOPE/ENTRY, signed as notes
+//		verifies it; STATUS is a code, 2xx, 4xx, 5xx, lost (no answer)
+//		or fail (not 2xx, lost included), default 2xx; --hold makes
+//		notes hold the verified request and returns once it does
+//	webhook answer [--want STATUS] NAME
+//		check how the held request NAME ended
+package drill
