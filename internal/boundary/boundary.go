@@ -74,6 +74,8 @@ var Rules = []Rule{
 		Why: "packaging owns the install tree over host's discovery and conflict check; never the store, the daemon or an extension"},
 	{Packages: []string{"host/faultproxy"}, Project: []string{"protocol/..."},
 		Why: "the fault proxy is host-level: it imports protocol/* and the standard library only"},
+	{Packages: []string{"host/invoke"}, Project: []string{"protocol/..."},
+		Why: "the one-shot invocation imports protocol/* only, like the host, and needs no runtime"},
 	{Packages: []string{"conformance", "conformance/internal/..."}, Project: []string{"protocol/...", "runtime"},
 		Why: "the suites import public contracts only; never runtime/sqlite"},
 	{Packages: []string{"certify/..."}, Project: []string{"conformance/...", "host/...", "runtime", "runtime/sqlite", "protocol/...", "client"},
