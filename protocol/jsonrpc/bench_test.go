@@ -17,10 +17,11 @@ import (
 // re-executed). BenchmarkPipeRoundTrip measures the same pipes without
 // JSON-RPC in the same run, so the figures can be read as ratios.
 
-// startPeerConn starts the transport peer as a child and connects to it.
-func startPeerConn(b *testing.B) *jsonrpc.Conn {
+// startPeerConn starts a transport peer (a child of main_test.go) and
+// connects to it.
+func startPeerConn(b *testing.B, name string) *jsonrpc.Conn {
 	b.Helper()
-	c, err := startChild(context.Background(), "peer") // stopped gracefully at cleanup
+	c, err := startChild(context.Background(), name) // stopped gracefully at cleanup
 	require.NoError(b, err)
 	conn := jsonrpc.NewConn(c.stdout, c.stdin, jsonrpc.Methods{
 		"host.echo": func(_ context.Context, req *jsonrpc.Request) (any, error) { return req.Params, nil },
@@ -45,8 +46,16 @@ func reportLatencies(b *testing.B, d []time.Duration) {
 	b.ReportMetric(us(0.99), "p99-µs")
 }
 
+// BenchmarkEcho runs the echo against a peer serving it in a goroutine
+// per request and against one serving it on its reader (Options.Inline),
+// in the same run.
 func BenchmarkEcho(b *testing.B) {
-	conn := startPeerConn(b)
+	b.Run("goroutine", func(b *testing.B) { benchmarkEcho(b, "peer") })
+	b.Run("inline", func(b *testing.B) { benchmarkEcho(b, "peer-inline") })
+}
+
+func benchmarkEcho(b *testing.B, peer string) {
+	conn := startPeerConn(b, peer)
 	params := map[string]string{"text": "hello, extension"}
 	var out map[string]string
 	lat := make([]time.Duration, 0, b.N)
@@ -65,7 +74,7 @@ func BenchmarkEcho(b *testing.B) {
 // BenchmarkHostCallback: one host request whose handler calls the host
 // back b.N times; ns/op is the cost of one callback.
 func BenchmarkHostCallback(b *testing.B) {
-	conn := startPeerConn(b)
+	conn := startPeerConn(b, "peer")
 	b.ResetTimer()
 	start := time.Now()
 	var res struct {
@@ -85,7 +94,12 @@ func BenchmarkHostCallback(b *testing.B) {
 // BenchmarkArtifact uploads 64 KiB chunks, each acknowledged before the
 // next; MB/s is the throughput.
 func BenchmarkArtifact(b *testing.B) {
-	conn := startPeerConn(b)
+	b.Run("goroutine", func(b *testing.B) { benchmarkArtifact(b, "peer") })
+	b.Run("inline", func(b *testing.B) { benchmarkArtifact(b, "peer-inline") })
+}
+
+func benchmarkArtifact(b *testing.B, peer string) {
+	conn := startPeerConn(b, peer)
 	chunk := make([]byte, 64<<10)
 	for i := range chunk {
 		chunk[i] = byte(i * 7)

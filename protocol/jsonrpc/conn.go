@@ -57,6 +57,20 @@ type Options struct {
 	// copy the bytes itself.
 	ReuseParams bool
 
+	// Inline, when set, names the methods whose requests the reader
+	// serves itself, in order, instead of handing each to a new goroutine:
+	// that saves a goroutine and a wake-up per request, most of a small
+	// round trip's cost. It is for handlers that answer from their params
+	// or from memory: while one runs the Conn reads nothing, so a handler
+	// that calls back over the Conn or waits on the peer deadlocks, a slow
+	// one delays every message behind it, and $/cancel cannot reach it
+	// (its context still ends when the connection does). The bound on
+	// requests in flight, Seq and the mapping of errors are as for any
+	// handler. The peer must keep reading while it waits for the answer,
+	// as a Conn that serves its own requests in goroutines does. Under
+	// ReuseParams an inline handler's Params alias the read buffer.
+	Inline func(method string) bool
+
 	// Logf, when set, receives what the Conn keeps on this side: the
 	// detail of unauthored handler errors, dropped messages and the cause
 	// of a broken stream. It may be called from any goroutine.
@@ -70,6 +84,8 @@ type Options struct {
 // starts one reader goroutine, which decodes each line once and hands a
 // request to a new goroutine running the Handler; it never waits for a
 // handler, so responses to nested calls keep flowing while handlers run.
+// The exception is a method Options.Inline names, which the reader serves
+// itself.
 // Writes are serialised: each message is encoded into a private buffer
 // and written with a single Write under a mutex. The Conn owns r and w
 // from NewConn on: nothing else may read r or write w.
@@ -83,6 +99,7 @@ type Conn struct {
 	decodeError func(int, string, json.RawMessage) error
 	logf        func(string, ...any)
 	reuseParams bool
+	inline      func(string) bool
 
 	ctx    context.Context // handlers' base context; carries the Conn
 	cancel context.CancelFunc
@@ -137,6 +154,7 @@ func NewConn(r io.Reader, w io.Writer, h Handler, opts *Options) *Conn {
 		decodeError: opts.DecodeError,
 		logf:        opts.Logf,
 		reuseParams: opts.ReuseParams,
+		inline:      opts.Inline,
 		pending:     map[int64]chan reply{},
 		inflight:    map[string]context.CancelFunc{},
 		done:        make(chan struct{}),
@@ -571,6 +589,15 @@ func (c *Conn) serve(m inMessage) {
 			return
 		}
 	}
+	if c.inline != nil && c.inline(m.method) {
+		if !req.Notification {
+			c.served++
+			req.Seq = c.served
+		}
+		c.mu.Unlock()
+		c.serveInline(m, req)
+		return
+	}
 	ctx, cancel := context.WithCancel(c.ctx)
 	c.running++
 	if !req.Notification {
@@ -588,6 +615,28 @@ func (c *Conn) serve(m inMessage) {
 		req.Params = bytes.Clone(m.params)
 	}
 	go c.run(ctx, cancel, id, req)
+}
+
+// serveInline runs the handler of an Options.Inline method on the reader
+// goroutine and writes its answer before the next line is read. No $/cancel
+// can be read meanwhile, so it needs no cancel of its own: the Conn's
+// context, which ends with the connection, is the handler's.
+func (c *Conn) serveInline(m inMessage, req *Request) {
+	switch {
+	case m.params == nil:
+	case c.reuseParams:
+		req.Params = m.params // the line stays put until the answer is out
+	default:
+		req.Params = bytes.Clone(m.params)
+	}
+	result, err := c.call(c.ctx, req)
+	if req.Notification {
+		if err != nil {
+			c.logf("jsonrpc: notification %s: %v", req.Method, err)
+		}
+		return
+	}
+	c.answer(req, result, err, false)
 }
 
 var overloaded = &wireError{Code: CodeAuthored, Message: "overloaded", Data: json.RawMessage(`{"code":"overloaded"}`)}
@@ -609,9 +658,15 @@ func (c *Conn) run(ctx context.Context, cancel context.CancelFunc, id []byte, re
 		}
 		return
 	}
+	c.answer(req, result, err, cancelled)
+}
+
+// answer writes the response to req: its result, or the wire form of err.
+func (c *Conn) answer(req *Request, result any, err error, cancelled bool) {
 	if c.Err() != nil {
 		return
 	}
+	id := req.ID
 	if err != nil {
 		c.writeError(id, c.wireErrorOf(req.Method, err, cancelled))
 		return

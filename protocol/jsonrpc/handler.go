@@ -46,7 +46,9 @@ func (r *Request) DecodeParams(v any) error {
 }
 
 // Handler serves the requests and notifications a Conn receives. Each call
-// runs in its own goroutine, so Handle may block and may call back through
+// runs in its own goroutine (but those of Options.Inline methods, which run
+// on the reader and must neither block nor call back), so Handle may block
+// and may call back through
 // ConnFromContext(ctx); ctx is cancelled when the peer sends $/cancel for
 // the request or the connection ends. For a notification the result and
 // error are discarded.

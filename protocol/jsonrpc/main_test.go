@@ -36,6 +36,15 @@ var children = map[string]func(){
 		}
 		_ = conformance.ServeTransportPeer(context.Background(), os.Stdin, protocolOut, p)
 	},
+	// peer-inline is peer with its pure methods served on the reader.
+	"peer-inline": func() {
+		protocolOut := os.Stdout
+		os.Stdout = os.Stderr
+		p := &conformance.TransportPeer{Crash: func() { os.Exit(3) }, Stdout: os.Stdout}
+		conn := jsonrpc.NewConn(os.Stdin, protocolOut, p.Handler(), &jsonrpc.Options{
+			DecodeError: decodeProtocolError, ReuseParams: true, Inline: inlinePeerMethod})
+		<-conn.Done()
+	},
 	// peer-stdout-unmoved is a negative control: a peer that leaves
 	// os.Stdout on the protocol stream, so stray output corrupts it.
 	"peer-stdout-unmoved": func() {
