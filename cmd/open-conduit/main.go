@@ -94,6 +94,27 @@ var commands = []command{
 		run:     doctorCommand,
 	},
 	{
+		name:    "drill list",
+		args:    "[--json]",
+		summary: "list the fault drills built into this binary, with the crash-table row each drills",
+		details: "flags:\n  --json\tprint the list as JSON\n",
+		run:     drillListCommand,
+	},
+	{
+		name:    "drill run",
+		args:    "[--keep] [-v] [--json] NAME",
+		summary: "replay one embedded fault drill against this binary, with a step-by-step log",
+		details: drillRunDetails,
+		run:     drillRunCommand,
+	},
+	{
+		name:    "drill soak",
+		args:    "[--rounds N] [--senders N] [--seed N] [--kill-points LIST] [--json]",
+		summary: "kill -9 the daemon under webhook load, round after round, and count what was lost or duplicated",
+		details: drillSoakDetails,
+		run:     drillSoakCommand,
+	},
+	{
 		name:    "events",
 		args:    "[--scope ID] [--after SEQ] [--limit N] [--follow] [flags]",
 		summary: "list accepted events, or follow new ones",
