@@ -21,8 +21,13 @@ import (
 //
 // Before anything else, Serve moves os.Stdout to stderr (TakeStdout), so a
 // stray fmt.Println cannot corrupt the stream.
+//
+// When stdin and stdout are pipes or sockets, Serve reads and writes them
+// through the runtime's poller rather than in blocking system calls, which
+// spares a thread hand-off on every message.
 func Serve(ext *Extension) error {
-	return ServeConn(context.Background(), os.Stdin, TakeStdout(), ext)
+	out := TakeStdout()
+	return ServeConn(context.Background(), pollable(os.Stdin), pollable(out), ext)
 }
 
 // TakeStdout moves os.Stdout to stderr and returns the real standard
@@ -86,6 +91,7 @@ func ServeConn(ctx context.Context, r io.Reader, w io.Writer, ext *Extension) er
 		MaxInflight: maxInflight,
 		DecodeError: DecodeError,
 		Logf:        s.logf,
+		Inline:      servedInline,
 	})
 	close(ready)
 	for {
@@ -116,6 +122,21 @@ func ServeConn(ctx context.Context, r io.Reader, w io.Writer, ext *Extension) er
 			}()
 		}
 	}
+}
+
+// servedInline says which requests the transport's reader serves itself
+// (jsonrpc.Options.Inline): those whose handlers are PureFuncs, which get
+// no Host and so cannot call back (routes, validate and the four
+// in-transaction methods). That spares a goroutine and a wake-up per call;
+// the price is that such a handler must return promptly, since nothing
+// else is read while it runs, and that it sees no $/cancel.
+func servedInline(method string) bool {
+	switch method {
+	case "route.match", "route.samples", "validate":
+		return true
+	}
+	mt, ok := protocol.LookupMethod(method)
+	return ok && mt.InTransaction && mt.Direction == protocol.HostToExtension
 }
 
 // beforeServe, when set, runs as a request's handler starts: tests hold a
