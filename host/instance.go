@@ -83,6 +83,8 @@ func (p *Process) launch() (*instance, error) {
 		closeAll()
 		return nil, err
 	}
+	growPipe(inW) // a whole base64 chunk crosses in one write
+	growPipe(outR)
 	cmd := exec.Command(path, args...)
 	cmd.Dir = p.cfg.Package.Dir
 	cmd.Env = Environment(p.cfg.Environ(), p.cfg.PassEnv)

@@ -219,7 +219,7 @@ func init() {
 		"wait.progress":              serve((*Service).waitProgress),
 		"ingress.deliver":            serve((*Service).ingressDeliver),
 		"artifact.create":            serve((*Service).artifactCreate),
-		"artifact.write":             serve((*Service).artifactWrite),
+		"artifact.write":             serveChunk("artifact.write", (*Service).artifactWrite),
 		"artifact.commit":            serve((*Service).artifactCommit),
 		"artifact.abort":             serve((*Service).artifactAbort),
 		"execution.persist_recovery": serve((*Service).persistRecovery),
