@@ -1,6 +1,7 @@
 package drill
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,10 +29,13 @@ var Cmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
 	"clock":     cmdClock,
 	"config":    cmdConfig,
 	"daemon":    cmdDaemon,
+	"doctor":    cmdDoctor,
 	"expect":    cmdExpect,
 	"ext":       cmdExt,
+	"fault":     cmdFault,
 	"install":   cmdInstall,
 	"reconcile": cmdReconcile,
+	"samples":   cmdSamples,
 	"webhook":   cmdWebhook,
 }
 
@@ -280,7 +284,7 @@ func (f filters) String() string {
 }
 
 var (
-	eventFields = []string{"source", "delivery", "family", "type", "scope", "schema"}
+	eventFields = []string{"source", "delivery", "family", "type", "scope", "schema", "route"}
 	workFields  = []string{"id", "state", "kind", "scope", "binding"}
 	// workChangeFields are the fields a Work change carries.
 	workChangeFields = []string{"id", "state", "scope"}
@@ -299,4 +303,96 @@ func workOf(w client.Work) map[string]string {
 func execOf(x client.Execution) map[string]string {
 	return map[string]string{"work": x.WorkID, "state": x.State, "attempt": strconv.Itoa(x.Attempt),
 		"epoch": strconv.FormatInt(x.Epoch, 10), "executor": x.Executor}
+}
+
+// cmdFault: fault PKG RULE... arms a fault rule (host/faultproxy's grammar,
+// such as "crash method=route.match nth=1") on the proxy between the
+// daemon and PKG (the daemon runs with --test-faults); fault clear PKG
+// disarms them.
+func cmdFault(ts *testscript.TestScript, neg bool, args []string) {
+	noNeg(ts, neg, "fault")
+	s := state(ts)
+	if len(args) < 2 {
+		ts.Fatalf("usage: fault PKG RULE... | fault clear PKG")
+	}
+	c, err := s.api()
+	ts.Check(err)
+	ctx, cancel := s.ctx()
+	defer cancel()
+	if args[0] == "clear" {
+		if len(args) != 2 {
+			ts.Fatalf("usage: fault clear PKG")
+		}
+		if err := c.ClearFaults(ctx, args[1]); err != nil {
+			ts.Fatalf("fault clear %s: %v", args[1], err)
+		}
+		return
+	}
+	rule := strings.Join(args[1:], " ")
+	if err := c.InjectFault(ctx, args[0], rule); err != nil {
+		ts.Fatalf("fault %s %s: %v (was the daemon started with --test-faults?)", args[0], rule, err)
+	}
+	s.progress("fault armed on %s: %s", args[0], rule)
+}
+
+// firedFaults is how many times PKG's armed rules have fired.
+func firedFaults(ctx context.Context, c *client.Client, pkg string) ([]string, error) {
+	st, err := c.Faults(ctx, pkg)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, r := range st.Rules {
+		for range r.Fired {
+			out = append(out, fmt.Sprintf("fired %s (counted %d)", r.Rule, r.Counted))
+		}
+	}
+	return out, nil
+}
+
+// cmdSamples: samples SCOPE prints the sample Events the scope's routes
+// offer, one ID a line (a route whose handler failed is left out).
+func cmdSamples(ts *testscript.TestScript, neg bool, args []string) {
+	noNeg(ts, neg, "samples")
+	s := state(ts)
+	if len(args) != 1 {
+		ts.Fatalf("usage: samples SCOPE")
+	}
+	c, err := s.api()
+	ts.Check(err)
+	ctx, cancel := s.ctx()
+	defer cancel()
+	list, err := c.Samples(ctx, args[0])
+	if err != nil {
+		ts.Fatalf("samples %s: %v", args[0], err)
+	}
+	for _, smp := range list {
+		fmt.Fprintf(ts.Stdout(), "sample %s\n", smp.ID)
+	}
+}
+
+// cmdDoctor: doctor [--want ok|fail] runs the daemon's doctor and prints
+// each check; the report must be ok (default) or fail.
+func cmdDoctor(ts *testscript.TestScript, neg bool, args []string) {
+	noNeg(ts, neg, "doctor")
+	s := state(ts)
+	want := "ok"
+	if len(args) == 2 && args[0] == "--want" && (args[1] == "ok" || args[1] == "fail") {
+		want, args = args[1], nil
+	}
+	if len(args) != 0 {
+		ts.Fatalf("usage: doctor [--want ok|fail]")
+	}
+	c, err := s.api()
+	ts.Check(err)
+	ctx, cancel := s.ctx()
+	defer cancel()
+	rep, err := c.Doctor(ctx, false)
+	ts.Check(err)
+	for _, ch := range rep.Checks {
+		fmt.Fprintf(ts.Stdout(), "%s %s %s %s\n", ch.Status, ch.Name, ch.Code, ch.Detail)
+	}
+	if got := map[bool]string{true: "ok", false: "fail"}[rep.OK]; got != want {
+		ts.Fatalf("doctor: the report is %s, want %s", got, want)
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -26,6 +27,39 @@ type daemonProc struct {
 	exited  chan struct{}
 	waitErr error
 	log     *os.File
+	// stderr is this daemon's log as it is written, which await log
+	// waits on.
+	stderr *logBuffer
+}
+
+// logBuffer keeps what a daemon logs and wakes its waiters at each
+// write: a wait on the log never polls.
+type logBuffer struct {
+	mu      sync.Mutex
+	text    strings.Builder
+	changed chan struct{} // closed at the next write
+	file    io.Writer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.text.Write(p)
+	if b.changed != nil {
+		close(b.changed)
+		b.changed = nil
+	}
+	return b.file.Write(p)
+}
+
+// snapshot is the log so far and a channel closed at the next write.
+func (b *logBuffer) snapshot() (string, <-chan struct{}) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.changed == nil {
+		b.changed = make(chan struct{})
+	}
+	return b.text.String(), b.changed
 }
 
 // start starts serve on the script's directories with args and waits for
@@ -54,7 +88,8 @@ func (s *script) start(args []string) error {
 	fmt.Fprintf(logf, "==== daemon start %d: serve %s\n", s.starts, strings.Join(flags, " "))
 	cmd := exec.Command(s.bin, append([]string{"serve", "--config", s.configDir, "--state", s.stateDir}, flags...)...)
 	cmd.Env = append(s.environ(), env...)
-	cmd.Stderr = logf
+	stderr := &logBuffer{file: logf}
+	cmd.Stderr = stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		logf.Close()
@@ -64,7 +99,7 @@ func (s *script) start(args []string) error {
 		logf.Close()
 		return err
 	}
-	d := &daemonProc{cmd: cmd, ready: make(chan struct{}), exited: make(chan struct{}), log: logf}
+	d := &daemonProc{cmd: cmd, ready: make(chan struct{}), exited: make(chan struct{}), log: logf, stderr: stderr}
 	copied := make(chan struct{})
 	go func() {
 		defer close(copied)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -29,8 +30,12 @@ func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 		within = d
 		args = append(args[:1:1], args[3:]...)
 	}
+	if len(args) == 2 && args[0] == "log" {
+		s.awaitLog(ts, args[1], within)
+		return
+	}
 	if len(args) == 0 || (args[0] != "event" && args[0] != "work") {
-		ts.Fatalf("usage: await event|work [--within D] [count=N] [FIELD=VALUE...]")
+		ts.Fatalf("usage: await event|work [--within D] [count=N] [FIELD=VALUE...] | await log [--within D] REGEXP")
 	}
 	kind := args[0]
 	allowed := eventFields
@@ -76,6 +81,7 @@ func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 //	expect exec N [FIELD=VALUE…]    N Executions (of every Work) match
 //	expect wait N [scope=ID]        N active Waits
 //	expect kv PKG N [namespace=NS] [prefix=P]  N entries in PKG's KV
+//	expect fired PKG N              PKG's fault rules fired N times in all
 //	expect none                     no package process of the killed daemon is left
 func cmdExpect(ts *testscript.TestScript, neg bool, args []string) {
 	noNeg(ts, neg, "expect")
@@ -92,9 +98,9 @@ func cmdExpect(ts *testscript.TestScript, neg bool, args []string) {
 		return
 	}
 	var pkg string
-	if kind == "kv" {
+	if kind == "kv" || kind == "fired" {
 		if len(args) < 3 {
-			ts.Fatalf("usage: expect kv PKG N [namespace=NS] [prefix=P]")
+			ts.Fatalf("usage: expect kv PKG N [namespace=NS] [prefix=P] | expect fired PKG N")
 		}
 		pkg, args = args[1], append(args[:1:1], args[2:]...)
 	}
@@ -125,6 +131,9 @@ func cmdExpect(ts *testscript.TestScript, neg bool, args []string) {
 	case "wait":
 		f = parseFilters(ts, "expect wait", words, "scope")
 		got, err = activeWaits(ctx, c, f.fields["scope"])
+	case "fired":
+		f = parseFilters(ts, "expect fired", words)
+		got, err = firedFaults(ctx, c, pkg)
 	case "kv":
 		f = parseFilters(ts, "expect kv", words, "namespace", "prefix")
 		got, err = kvKeys(ctx, c, client.KVQuery{Package: pkg, Namespace: f.fields["namespace"], Prefix: f.fields["prefix"]})
@@ -166,7 +175,19 @@ func matchingEvents(ctx context.Context, c *client.Client, f filters) ([]string,
 			return nil, err
 		}
 		for _, e := range page.Events {
-			if f.match(eventOf(e)) {
+			fields := eventOf(e)
+			if _, ok := f.fields["route"]; ok {
+				// Only a filter on it pays for each Event's route record.
+				d, err := c.Event(ctx, e.ID)
+				if err != nil {
+					return nil, err
+				}
+				fields["route"] = "pending"
+				if d.Route != nil {
+					fields["route"] = d.Route.Disposition
+				}
+			}
+			if f.match(fields) {
 				out = append(out, fmt.Sprintf("event %d %s %s/%s", e.Sequence, e.ID, e.Source, e.DeliveryID))
 			}
 		}
@@ -290,4 +311,34 @@ func describeChange(ch client.Change) string {
 		return fmt.Sprintf("%d work %s %s kind=%s", ch.Seq, ch.Work.ID, ch.Work.State, ch.Work.Kind)
 	}
 	return fmt.Sprintf("%d %s", ch.Seq, ch.Kind)
+}
+
+// awaitLog waits until the running daemon's log (since its start) matches
+// the regular expression, woken by each write to it.
+func (s *script) awaitLog(ts *testscript.TestScript, expr string, within time.Duration) {
+	re, err := regexp.Compile(expr)
+	if err != nil {
+		ts.Fatalf("await log: %v", err)
+	}
+	d, err := s.running()
+	ts.Check(err)
+	deadline := time.NewTimer(within)
+	defer deadline.Stop()
+	for {
+		text, changed := d.stderr.snapshot()
+		if re.MatchString(text) {
+			s.progress("the daemon logged %s", expr)
+			return
+		}
+		select {
+		case <-changed:
+		case <-d.exited:
+			if text, _ := d.stderr.snapshot(); re.MatchString(text) {
+				return
+			}
+			ts.Fatalf("await log: the daemon exited without logging %q", expr)
+		case <-deadline.C:
+			ts.Fatalf("await log: the daemon did not log %q within %v", expr, within)
+		}
+	}
 }
