@@ -27,7 +27,9 @@ const Module = "github.com/open-conduit/open-conduit"
 const BinEnv = "OPEN_CONDUIT_BIN"
 
 // BuildLog is the file in the cache directory where every build of the
-// daemon appends one line, so how often it was built can be checked.
+// daemon appends a line starting "built", and every test binary that
+// waited for another's build one starting "waited", so how often it was
+// built, and whether builds overlapped, can be checked.
 const BuildLog = "builds.log"
 
 var (
@@ -197,11 +199,18 @@ func buildCached(m moduleInfo) (string, error) {
 		return "", err
 	}
 	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return "", fmt.Errorf("locking the daemon cache: %v", err)
+	waited := false
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		waited = true // another test binary holds it: it is building
+		if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+			return "", fmt.Errorf("locking the daemon cache: %v", err)
+		}
 	}
 	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
 	if info, err := os.Stat(bin); err == nil && info.Mode().IsRegular() {
+		if waited {
+			logBuild(root, "waited pid=%d key=%s: found the build another made", os.Getpid(), key)
+		}
 		return bin, nil
 	}
 	tmp := bin + ".tmp"
@@ -220,10 +229,18 @@ func buildCached(m moduleInfo) (string, error) {
 	if err := os.Rename(tmp, bin); err != nil {
 		return "", err
 	}
-	if f, err := os.OpenFile(filepath.Join(root, BuildLog), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err == nil {
-		fmt.Fprintf(f, "%s pid=%d key=%s module=%s@%s dir=%s took=%s\n", time.Now().UTC().Format(time.RFC3339Nano),
-			os.Getpid(), key, Module, m.Version, m.Dir, time.Since(start).Round(time.Millisecond))
-		f.Close()
-	}
+	logBuild(root, "built pid=%d key=%s module=%s@%s dir=%s took=%s", os.Getpid(), key, Module, m.Version, m.Dir,
+		time.Since(start).Round(time.Millisecond))
 	return bin, nil
+}
+
+// logBuild appends one line to the cache's build log; the log is a record
+// for people and tests, so failing to write it fails nothing.
+func logBuild(root, format string, args ...any) {
+	f, err := os.OpenFile(filepath.Join(root, BuildLog), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	fmt.Fprintf(f, "%s %s\n", fmt.Sprintf(format, args...), time.Now().UTC().Format(time.RFC3339Nano))
 }
