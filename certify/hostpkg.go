@@ -96,6 +96,9 @@ type hostPackage struct {
 	base    int           // restarts the host had made when proc last started
 	kills   int           // of them, kills the suites made on purpose
 	stopped bool
+
+	// faults is the robustness pass's rule (faults.go); nil outside it.
+	faults *faultArm
 }
 
 var (
@@ -145,6 +148,7 @@ func (h *hostPackage) open(ctx context.Context) error {
 		},
 		ShutdownGrace: certifyShutdownGrace, TermGrace: certifyTermGrace,
 		ReapTimeout: certifyReapTimeout, StartTimeout: certifyStartTimeout,
+		TestFaults: h.faults != nil,
 	})
 	if err != nil {
 		return Harnessf("composing the certification host: %w", err)
@@ -159,6 +163,10 @@ func (h *hostPackage) open(ctx context.Context) error {
 			}
 		}
 		return fmt.Errorf("the host does not admit %s", h.manifest.Name)
+	}
+	if err := h.faults.arm(d, h.manifest.Name); err != nil {
+		d.Close(context.WithoutCancel(ctx))
+		return err
 	}
 	h.d, h.svc = d, svc
 	return nil
@@ -213,6 +221,7 @@ func (h *hostPackage) Stop(ctx context.Context) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.d != nil {
+		h.faults.collect(h.d, h.manifest.Name)
 		err = errors.Join(err, h.d.Close(context.WithoutCancel(ctx)))
 		h.d, h.svc = nil, nil
 	}

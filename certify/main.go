@@ -59,6 +59,10 @@ type flags struct {
 	list, keep, help                                  bool
 	timeout                                           time.Duration
 	dir                                               string
+
+	// faults runs the robustness pass after the run (faults.go).
+	faults     bool
+	faultsJSON string
 }
 
 // flagHelp is each flag's line of the usage, in order: its argument's
@@ -70,6 +74,8 @@ var flagHelp = []struct{ name, arg, help string }{
 	{"baseline", "FILE", "known failures: one criterion ID per line (# comments)"},
 	{"run", "REGEXP", "run only the criteria whose ID matches; the others are left out of the report"},
 	{"timeout", "DURATION", "how long each criterion may run, such as 45s or 2m (default " + DefaultTimeout.String() + ")"},
+	{"faults", "", "then run the criteria again under each fault rule of the robustness pass (the JSON-RPC fault proxy between host and package): the package must survive or fail cleanly, never hang"},
+	{"faults-json", "FILE", "write the robustness pass as JSON to FILE (- for standard output)"},
 	{"list", "", "list every criterion with what it checks and its spec section, and exit"},
 	{"keep", "", "keep the temporary state directory and print its path"},
 	{"help", "", "print this usage and exit"},
@@ -103,6 +109,8 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	fs.DurationVar(&f.timeout, "timeout", DefaultTimeout, "")
 	fs.StringVar(&f.traceFile, "trace", "", "")
 	fs.BoolVar(&f.keep, "keep", false, "")
+	fs.BoolVar(&f.faults, "faults", false, "")
+	fs.StringVar(&f.faultsJSON, "faults-json", "", "")
 	fs.BoolVar(&f.help, "help", false, "")
 	usage := func() { writeUsage(stderr) }
 	var positional []string
@@ -126,7 +134,7 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 		return f, nil
 	}
 	stdout := 0
-	for _, p := range []string{f.jsonFile, f.junitFile, f.traceFile} {
+	for _, p := range []string{f.jsonFile, f.junitFile, f.traceFile, f.faultsJSON} {
 		if p == "-" {
 			stdout++
 		}
@@ -141,7 +149,9 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	case f.timeout <= 0:
 		return f, usagef("--timeout must be positive, not %v", f.timeout)
 	case stdout > 1:
-		return f, usagef("only one of --json, --junit and --trace may write to standard output (-)")
+		return f, usagef("only one of --json, --junit, --trace and --faults-json may write to standard output (-)")
+	case f.faultsJSON != "" && !f.faults:
+		return f, usagef("--faults-json reports the robustness pass: give --faults too")
 	}
 	if len(positional) == 1 {
 		f.dir = positional[0]
@@ -200,7 +210,7 @@ func (c Command) Main(ctx context.Context, args []string, stdout, stderr io.Writ
 			return ExitUsage
 		}
 	}
-	for _, r := range []struct{ flag, path string }{{"json", f.jsonFile}, {"junit", f.junitFile}, {"trace", f.traceFile}} {
+	for _, r := range []struct{ flag, path string }{{"json", f.jsonFile}, {"junit", f.junitFile}, {"trace", f.traceFile}, {"faults-json", f.faultsJSON}} {
 		if err := checkReportPath(r.flag, r.path); err != nil {
 			fmt.Fprintf(stderr, "certify: %v\n", err)
 			return ExitUsage
@@ -209,7 +219,7 @@ func (c Command) Main(ctx context.Context, args []string, stdout, stderr io.Writ
 	// A report on standard output keeps it to itself: progress and the
 	// summary go to standard error.
 	progress := stdout
-	if f.jsonFile == "-" || f.junitFile == "-" || f.traceFile == "-" {
+	if f.jsonFile == "-" || f.junitFile == "-" || f.traceFile == "-" || f.faultsJSON == "-" {
 		progress = stderr
 	}
 	var trace io.Writer
@@ -273,6 +283,10 @@ func (c Command) Main(ctx context.Context, args []string, stdout, stderr io.Writ
 				code = ExitHarness
 			}
 		}
+	}
+	if f.faults && ctx.Err() == nil {
+		code = c.runFaultPass(ctx, f, Config{Dir: f.dir, Criteria: all, Select: sel, Timeout: f.timeout, Grace: c.Grace, Launch: c.Launch},
+			report.Package.Name, code, progress, stdout, stderr)
 	}
 	return code
 }
