@@ -10,6 +10,7 @@ import (
 	"github.com/open-conduit/open-conduit/extensions/notes"
 	"github.com/open-conduit/open-conduit/extensions/runner"
 	"github.com/open-conduit/open-conduit/extensions/schedule"
+	"github.com/open-conduit/open-conduit/extensions/shell"
 	"github.com/open-conduit/open-conduit/protocol/sdk"
 )
 
@@ -20,6 +21,7 @@ var bundled = map[string]func() *sdk.Extension{
 	notes.Name:    notes.Extension,
 	runner.Name:   runner.Extension,
 	schedule.Name: schedule.Extension,
+	shell.Name:    shell.Extension,
 }
 
 // bundledNames is the names of the bundled extensions, sorted.

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/open-conduit/open-conduit/client"
+	"github.com/open-conduit/open-conduit/extensions/notes"
+	"github.com/open-conduit/open-conduit/internal/daemontest"
+)
+
+// TestShellRunCallsTheToolbeltThroughTheDaemon: a note routed to a binding
+// of the bundled shell executor runs the binding's command in the run's
+// own directory under <state>/executors/shell; the command calls the
+// operation its binding grants with `open-conduit toolbelt call` and the
+// Work is done. Its two streams are in the run's directory, apart.
+func TestShellRunCallsTheToolbeltThroughTheDaemon(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the built binary")
+	}
+	bin := daemonBinary(t)
+	noteDir := daemontest.TempDir(t)
+	script := strings.Join([]string{
+		`pwd >&2`,
+		shellQuote(bin) + ` toolbelt call --request-id from-shell notes.add '{"title":"from the shell"}'`,
+	}, "\n")
+	doc, err := json.Marshal(map[string]any{
+		"scopes": []any{map[string]any{
+			"id":      "team",
+			"entries": []any{map[string]any{"id": "main", "type": "notes", "config": map[string]any{"dir": noteDir}}},
+			"routes":  []any{map[string]any{"handler": "notes", "kind": notes.WorkKind, "binding": "jobs"}},
+			"bindings": []any{map[string]any{"name": "jobs", "executor": "shell", "executor_config": map[string]any{"command": script},
+				"toolbelt": true, "operations": []string{notes.OpAdd}}},
+		}},
+	})
+	require.NoError(t, err)
+	d := daemontest.Start(t, daemontest.Options{Binary: bin, Config: doc,
+		Packages: []string{"../../extensions/notes", "../../extensions/shell"}})
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	c := d.Client
+
+	require.NoError(t, notes.Store{Dir: noteDir}.Put(notes.Record{ID: "n1", Rev: "1", Title: "Run me"}))
+	_, err = c.Reconcile(ctx, notes.SourceName("team", "main"))
+	require.NoError(t, err)
+	ended, err := c.WaitFor(ctx, client.ChangeQuery{Scope: "team"}, func(ch client.Change) bool {
+		return ch.Work != nil && (ch.Work.State == client.WorkDone || ch.Work.State == client.WorkFailed)
+	})
+	require.NoError(t, err)
+
+	stdouts, err := filepath.Glob(filepath.Join(d.StateDir, "executors", "shell", "runs", "*", "stdout"))
+	require.NoError(t, err)
+	require.Len(t, stdouts, 1, "one run, in its directory under the executor's")
+	runDir := filepath.Dir(stdouts[0])
+	stderr, err := os.ReadFile(filepath.Join(runDir, "stderr"))
+	require.NoError(t, err)
+	require.Equal(t, client.WorkDone, ended.Work.State, "the command's stderr: %s", stderr)
+	xs, err := c.Executions(ctx, ended.Work.ID)
+	require.NoError(t, err)
+	require.Len(t, xs, 1)
+	assert.Equal(t, "succeeded", xs[0].State)
+
+	resolved, err := filepath.EvalSymlinks(runDir)
+	require.NoError(t, err)
+	assert.Equal(t, resolved, strings.TrimSpace(string(stderr)), "the command ran in the run's directory, its pwd on stderr only")
+	stdout, err := os.ReadFile(stdouts[0])
+	require.NoError(t, err)
+	var added notes.AddOutput
+	require.NoError(t, json.Unmarshal(stdout, &added), "stdout holds the toolbelt's answer: %s", stdout)
+	rec, found, err := notes.Store{Dir: noteDir}.Get(added.Note)
+	require.NoError(t, err)
+	require.True(t, found, "the granted call added its note")
+	assert.Equal(t, "from the shell", rec.Title)
+}
+
+// TestShellIsCertified: `open-conduit extension certify ./extensions/shell`
+// passes every criterion that applies, the executor's among them.
+func TestShellIsCertified(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the built binary")
+	}
+	out, err := exec.Command(daemonBinary(t), "extension", "certify", "--json", "-", "../../extensions/shell").Output()
+	require.NoError(t, err, "certify exits 0")
+	var rep struct {
+		OK       bool `json:"ok"`
+		Criteria []struct {
+			ID     string `json:"id"`
+			Status string `json:"status"`
+		} `json:"criteria"`
+	}
+	require.NoError(t, json.Unmarshal(out, &rep), "%s", out)
+	assert.True(t, rep.OK)
+	passed := map[string]bool{}
+	for _, r := range rep.Criteria {
+		assert.Contains(t, []string{"pass", "skip"}, r.Status, r.ID)
+		passed[r.ID] = r.Status == "pass"
+	}
+	assert.True(t, passed["executor/lifecycle"], "the executor criteria ran and passed")
+	assert.True(t, passed["executor/controls"])
+}

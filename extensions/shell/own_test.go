@@ -1,0 +1,203 @@
+package shell_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/open-conduit/open-conduit/extensions/shell"
+	"github.com/open-conduit/open-conduit/host"
+	"github.com/open-conduit/open-conduit/protocol"
+	"github.com/open-conduit/open-conduit/protocol/sdk"
+	"github.com/open-conduit/open-conduit/protocol/sdk/sdktest"
+	"github.com/open-conduit/open-conduit/runtime"
+	"github.com/open-conduit/open-conduit/runtime/sqlite"
+)
+
+// TestRunsInItsOwnDirectoryWithItsToolbelt: the command runs in the run's
+// directory under the executor's runs directory, with its two streams in
+// two files and the run's toolbelt endpoint and token in its environment.
+func TestRunsInItsOwnDirectoryWithItsToolbelt(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			f := newFixture(t, m)
+			config, err := json.Marshal(shell.Config{Command: `pwd; echo out; echo err >&2; printf '%s %s\n' "$` +
+				protocol.ToolbeltEndpointEnv + `" "$` + protocol.ToolbeltTokenEnv + `"`})
+			require.NoError(t, err)
+			require.NoError(t, f.c.Call(testContext(t), "executor.run", protocol.ExecutorRunParams{Executor: shell.Name, RunID: "run-dir",
+				Work:      protocol.Work{ID: "work-dir", ScopeID: "team", Kind: "job", State: "running"},
+				Execution: protocol.Execution{ID: "ex-dir", WorkID: "work-dir", Attempt: 1, Executor: shell.Name, State: "running"},
+				Config:    config, Endpoint: "unix:/somewhere/toolbelt.sock", Token: "tok-123"}, nil))
+			assert.Equal(t, "succeeded", f.wait(t, "run-dir").State)
+
+			var rec shell.Recovery
+			require.NoError(t, json.Unmarshal(f.recovery("run-dir"), &rec))
+			assert.Equal(t, filepath.Join(f.dir, "runs"), filepath.Dir(rec.Dir), "the run's directory is under the runs directory")
+			stdout, err := os.ReadFile(filepath.Join(rec.Dir, shell.StdoutFile))
+			require.NoError(t, err)
+			assert.Equal(t, rec.Dir+"\nout\nunix:/somewhere/toolbelt.sock tok-123\n", string(stdout))
+			stderr, err := os.ReadFile(filepath.Join(rec.Dir, shell.StderrFile))
+			require.NoError(t, err)
+			assert.Equal(t, "err\n", string(stderr), "stderr is kept apart")
+		})
+	}
+}
+
+// TestRecoverRefusesMetadataOutsideItsRunsDirectory: metadata that names
+// any directory but the run's own under the runs directory (elsewhere,
+// through "..", another run's, or the right name made a link to
+// elsewhere) is not adopted, so a forged record cannot point the
+// executor's stop or forget at files it does not own.
+func TestRecoverRefusesMetadataOutsideItsRunsDirectory(t *testing.T) {
+	f := newFixture(t, modes[0])
+	rec := f.run(t, "run-real", exitInput)
+	t.Cleanup(func() { _ = f.inject(t, "run-real", "0") })
+	runs := filepath.Join(f.dir, "runs")
+
+	elsewhere := t.TempDir()
+	linked := rec
+	linked.RunID = "run-linked"
+	linked.Dir = filepath.Join(runs, "0123456789abcdef01234567")
+	forged := map[string]shell.Recovery{
+		"elsewhere":   withDir(rec, elsewhere),
+		"dot-dot":     withDir(rec, filepath.Join(runs, "..", "..", filepath.Base(elsewhere))),
+		"unclean":     withDir(rec, runs+"/./"+filepath.Base(rec.Dir)),
+		"another run": withDir(rec, filepath.Join(runs, "ffffffffffffffffffffffff")),
+		"relative":    withDir(rec, filepath.Join("runs", filepath.Base(rec.Dir))),
+		"linked":      linked,
+	}
+	// The directory run-linked's id digests to, made a link out of the
+	// runs directory.
+	linked.Dir = dirOf(t, f, "run-linked")
+	require.NoError(t, os.Symlink(elsewhere, linked.Dir))
+	forged["linked"] = linked
+
+	f.restart(t, modes[0])
+	for name, r := range forged {
+		t.Run(name, func(t *testing.T) {
+			raw, err := json.Marshal(r)
+			require.NoError(t, err)
+			err = f.c.Call(testContext(t), "executor.recover", protocol.ExecutorRecoverParams{Executor: shell.Name, RunID: "adopt-" + name, Recovery: raw}, nil)
+			assert.ErrorIs(t, err, protocol.ErrNotAdoptable)
+		})
+	}
+	// Control: the run's own metadata is adopted.
+	raw, err := json.Marshal(rec)
+	require.NoError(t, err)
+	require.NoError(t, f.c.Call(testContext(t), "executor.recover", protocol.ExecutorRecoverParams{Executor: shell.Name, RunID: "adopt-real", Recovery: raw}, nil))
+}
+
+func withDir(r shell.Recovery, dir string) shell.Recovery { r.Dir = dir; return r }
+
+// dirOf is the directory the executor gives the run runID: run it and read
+// its metadata, then forget it.
+func dirOf(t *testing.T, f *fixture, runID string) string {
+	t.Helper()
+	rec := f.run(t, runID, "exit 0")
+	f.wait(t, runID)
+	require.NoError(t, f.c.Call(testContext(t), "executor.forget", protocol.ExecutorForgetParams{Executor: shell.Name, RunID: runID}, nil))
+	return rec.Dir
+}
+
+// TestWaitWritesTheStreamsAsArtifacts: through the real host service with
+// a blob store, a settled run's stdout and stderr become its artifacts,
+// byte for byte, and the wait result says which.
+func TestWaitWritesTheStreamsAsArtifacts(t *testing.T) {
+	ctx := testContext(t)
+	st, err := sqlite.Open(t.TempDir())
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	m := manifest(t)
+	svc := host.NewService(host.ServiceConfig{Manifest: m, Store: st, Blobs: st})
+	ext, err := sdk.Attach(shell.Extension(), svc)
+	require.NoError(t, err)
+	root := t.TempDir()
+	_, err = host.Attach(ctx, ext, svc, root, protocol.ConfigureParams{})
+	require.NoError(t, err)
+	t.Cleanup(func() { killAllJobs(filepath.Join(root, "executors", shell.Name)) })
+
+	runID, _ := svc.OpenRecordingRun("work-art", "ex-art")
+	config, _ := json.Marshal(shell.Config{Command: `printf 'to stdout\n'; printf 'to stderr\n' >&2; exit 2`})
+	require.NoError(t, ext.Call(ctx, "executor.run", protocol.ExecutorRunParams{Executor: shell.Name, RunID: runID,
+		Work:      protocol.Work{ID: "work-art", ScopeID: "team", Kind: "job", State: "running"},
+		Execution: protocol.Execution{ID: "ex-art", WorkID: "work-art", Attempt: 1, Executor: shell.Name, State: "running"},
+		Config:    config}, nil))
+	var res protocol.ExecutorWaitResult
+	require.NoError(t, ext.Call(ctx, "executor.wait", protocol.ExecutorWaitParams{Executor: shell.Name, RunID: runID}, &res))
+	assert.Equal(t, "failed", res.State)
+	assert.Equal(t, 2, res.ExitCode)
+	var out shell.Output
+	require.NoError(t, json.Unmarshal(res.Output, &out))
+	assert.Empty(t, out.ArtifactError)
+	assert.EqualValues(t, len("to stdout\n"), out.StdoutBytes)
+	assert.EqualValues(t, len("to stderr\n"), out.StderrBytes)
+	require.Len(t, out.Artifacts, 2)
+
+	var arts []runtime.Artifact
+	require.NoError(t, st.View(ctx, func(tx runtime.ReadTx) error {
+		var err error
+		arts, err = tx.Artifacts("work-art")
+		return err
+	}))
+	got := map[string]string{}
+	for _, a := range arts {
+		assert.Equal(t, "ex-art", a.ExecutionID)
+		assert.Equal(t, "text/plain", a.MediaType)
+		assert.Equal(t, out.Artifacts[a.Name], a.ID)
+		rc, err := st.OpenBlob(a.Digest)
+		require.NoError(t, err)
+		b, err := io.ReadAll(rc)
+		rc.Close()
+		require.NoError(t, err)
+		got[a.Name] = string(b)
+	}
+	assert.Equal(t, map[string]string{shell.StdoutFile: "to stdout\n", shell.StderrFile: "to stderr\n"}, got)
+
+	// A second wait of the run answers the same without writing again.
+	var again protocol.ExecutorWaitResult
+	require.NoError(t, ext.Call(ctx, "executor.wait", protocol.ExecutorWaitParams{Executor: shell.Name, RunID: runID}, &again))
+	assert.JSONEq(t, string(res.Output), string(again.Output))
+	require.NoError(t, st.View(ctx, func(tx runtime.ReadTx) error {
+		var err error
+		arts, err = tx.Artifacts("work-art")
+		return err
+	}))
+	assert.Len(t, arts, 2)
+}
+
+func TestValidateExecutorConfig(t *testing.T) {
+	ext, err := sdk.Attach(shell.Extension(), sdktest.New())
+	require.NoError(t, err)
+	require.NoError(t, ext.Call(testContext(t), "initialize", protocol.InitializeParams{ProtocolVersions: []protocol.Version{1},
+		StateDir: t.TempDir(), ExecutorDirs: map[string]string{shell.Name: t.TempDir()}}, nil))
+	for name, c := range map[string]struct {
+		config string
+		ok     bool
+	}{
+		"a command":      {`{"command":"echo hi"}`, true},
+		"no command":     {`{}`, true},
+		"unknown member": {`{"command":"echo hi","cwd":"/tmp"}`, false},
+		"not a string":   {`{"command":7}`, false},
+		"not an object":  {`"echo hi"`, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var res protocol.ValidateResult
+			err := ext.Call(context.Background(), "validate", protocol.ValidateParams{Kind: protocol.ValidateExecutor, Type: shell.Name,
+				Config: json.RawMessage(c.config)}, &res)
+			if c.ok {
+				require.NoError(t, err)
+				assert.Len(t, res.Describe, 1)
+				return
+			}
+			assert.ErrorIs(t, err, protocol.ErrInvalid)
+			assert.False(t, strings.Contains(err.Error(), "/tmp") || strings.Contains(err.Error(), "echo hi"), "the refusal echoes the config")
+		})
+	}
+}
