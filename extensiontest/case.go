@@ -80,6 +80,10 @@ type Step struct {
 	// binding AgentBinding's executor config, applied as a new
 	// generation.
 	Agent []AgentStep
+	// Do is any other action, run after the configuration is applied and
+	// before the actions below (write the files a reconcile reads, call
+	// the API through h.Client()).
+	Do func(ctx context.Context, h *H) error
 
 	// Update replaces the package under test with the package in this
 	// directory (a new release of the same name) and restarts the daemon
@@ -98,8 +102,6 @@ type Step struct {
 	Reconcile string
 	// Advance moves the daemon's test clock forward.
 	Advance time.Duration
-	// Do is any other action, through the handle's client.
-	Do func(ctx context.Context, h *H) error
 
 	// Expect are the step's checks.
 	Expect []Check
@@ -335,6 +337,11 @@ func (h *H) act(ctx context.Context, st Step) *StepError {
 			return serr
 		}
 	}
+	if st.Do != nil {
+		if err := st.Do(ctx, h); err != nil {
+			return actionFailed("the step's Do to succeed", err)
+		}
+	}
 	if st.Update != "" {
 		h.Logf("update: %s replaced by %s", h.pkg, st.Update)
 		if err := h.d.stop(ctx); err != nil {
@@ -389,11 +396,6 @@ func (h *H) act(ctx context.Context, st Step) *StepError {
 			return actionFailed("the test clock to advance by "+st.Advance.String(), err)
 		}
 		h.Logf("clock advanced by %s to %s", st.Advance, cs.Now.Format(time.RFC3339))
-	}
-	if st.Do != nil {
-		if err := st.Do(ctx, h); err != nil {
-			return actionFailed("the step's Do to succeed", err)
-		}
 	}
 	return nil
 }

@@ -219,7 +219,7 @@ func (c workCheck) eval(ctx context.Context, v *view) (string, bool, error) {
 			if w.Display != nil {
 				title = w.Display.Title
 			}
-			fmt.Fprintf(&b, "\n  %s kind=%s state=%s title=%q context=%s", w.ID, w.Kind, w.State, title, clipString(string(w.Context), 200))
+			fmt.Fprintf(&b, "\n  %s kind=%s binding=%s state=%s title=%q context=%s", w.ID, w.Kind, w.Binding, w.State, title, clipString(string(w.Context), 200))
 		}
 	}
 	ok := n > 0
