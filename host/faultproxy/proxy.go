@@ -355,7 +355,12 @@ func (s *session) apply(dir Direction, m message, line []byte, write func([]byte
 	if !ok {
 		return nil, write(line)
 	}
-	s.p.opts.Logf("fault %q fired on a %s %s %s (pid %d)", r.String(), dir, orNone(string(m.kind)), orNone(m.method), s.pid)
+	fired := func() {
+		s.p.opts.Logf("fault %q fired on a %s %s %s (pid %d)", r.String(), dir, orNone(string(m.kind)), orNone(m.method), s.pid)
+	}
+	if r.Fault != Stall {
+		fired()
+	}
 	content := bytes.TrimSuffix(line, []byte("\n"))
 	switch r.Fault {
 	case Delay:
@@ -397,6 +402,7 @@ func (s *session) apply(dir Direction, m message, line []byte, write func([]byte
 		return nil, nil
 	case Stall:
 		s.startStall(r.For)
+		fired() // once the stall stands: whoever hears of it finds it in force
 		if dir == ToHost {
 			s.waitStall()
 		}
