@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -106,4 +107,84 @@ func TestShellIsCertified(t *testing.T) {
 	}
 	assert.True(t, passed["executor/lifecycle"], "the executor criteria ran and passed")
 	assert.True(t, passed["executor/controls"])
+}
+
+// TestShellRunOutlivesADaemonKill: the daemon is killed with SIGKILL while a
+// shell run's command waits on a gate; the restarted daemon adopts the
+// running attempt from its persisted metadata (the same attempt, a later
+// lease epoch), and once the gate opens the command finishes and the Work
+// is done, with one attempt.
+func TestShellRunOutlivesADaemonKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the built binary")
+	}
+	bin := daemonBinary(t)
+	noteDir, work := daemontest.TempDir(t), daemontest.TempDir(t)
+	gate := filepath.Join(work, "gate")
+	require.NoError(t, syscall.Mkfifo(gate, 0o600))
+	doc, err := json.Marshal(map[string]any{
+		"scopes": []any{map[string]any{
+			"id":      "team",
+			"entries": []any{map[string]any{"id": "main", "type": "notes", "config": map[string]any{"dir": noteDir}}},
+			"routes": []any{
+				map[string]any{"handler": "notes", "kind": notes.WorkKind, "binding": "jobs", "config": map[string]any{"tag": "job"}},
+				map[string]any{"handler": "notes", "kind": notes.WorkKind},
+			},
+			"bindings": []any{map[string]any{"name": "jobs", "executor": "shell",
+				"executor_config": map[string]any{"command": "cat " + shellQuote(gate) + " >/dev/null; echo adopted-and-done"}}},
+		}},
+	})
+	require.NoError(t, err)
+	d := daemontest.Start(t, daemontest.Options{Binary: bin, Config: doc,
+		Packages: []string{"../../extensions/notes", "../../extensions/shell"}})
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	store := notes.Store{Dir: noteDir}
+	source := notes.SourceName("team", "main")
+
+	require.NoError(t, store.Put(notes.Record{ID: "n1", Rev: "1", Title: "Run me", Tags: []string{"job"}}))
+	_, err = d.Client.Reconcile(ctx, source)
+	require.NoError(t, err)
+	running, err := d.Client.WaitFor(ctx, client.ChangeQuery{Scope: "team"}, func(ch client.Change) bool {
+		return ch.Work != nil && ch.Work.State == client.WorkRunning
+	})
+	require.NoError(t, err)
+	// The barrier (the change stream carries no execution states): a second
+	// note's Work, which nothing runs, is routed in a later engine pass than
+	// the one that started the run, so by its change the attempt is running
+	// with its recovery metadata persisted.
+	require.NoError(t, store.Put(notes.Record{ID: "n2", Rev: "1", Title: "A barrier"}))
+	_, err = d.Client.Reconcile(ctx, source)
+	require.NoError(t, err)
+	_, err = d.Client.WaitFor(ctx, client.ChangeQuery{Scope: "team"}, func(ch client.Change) bool {
+		return ch.Work != nil && ch.Work.ID != running.Work.ID && ch.Work.State == client.WorkPending
+	})
+	require.NoError(t, err)
+	xs, err := d.Client.Executions(ctx, running.Work.ID)
+	require.NoError(t, err)
+	require.Len(t, xs, 1)
+	require.True(t, xs[0].Recoverable, "the run persisted its recovery metadata")
+	first := xs[0]
+
+	require.NoError(t, d.Kill())
+	d2 := daemontest.Start(t, daemontest.Options{Binary: bin, ConfigDir: d.ConfigDir, StateDir: d.StateDir})
+	// The command is still waiting on its gate: open it.
+	require.NoError(t, os.WriteFile(gate, []byte("go\n"), 0o600))
+	ended, err := d2.Client.WaitFor(ctx, client.ChangeQuery{Scope: "team"}, func(ch client.Change) bool {
+		return ch.Work != nil && ch.Work.ID == running.Work.ID && (ch.Work.State == client.WorkDone || ch.Work.State == client.WorkFailed)
+	})
+	require.NoError(t, err)
+	assert.Equal(t, client.WorkDone, ended.Work.State)
+	xs, err = d2.Client.Executions(ctx, running.Work.ID)
+	require.NoError(t, err)
+	require.Len(t, xs, 1, "adopted, not started again")
+	assert.Equal(t, first.ID, xs[0].ID)
+	assert.Equal(t, "succeeded", xs[0].State)
+	assert.Greater(t, xs[0].Epoch, first.Epoch, "adopted under a later lease epoch")
+	stdouts, err := filepath.Glob(filepath.Join(d.StateDir, "executors", "shell", "runs", "*", "stdout"))
+	require.NoError(t, err)
+	require.Len(t, stdouts, 1)
+	out, err := os.ReadFile(stdouts[0])
+	require.NoError(t, err)
+	assert.Equal(t, "adopted-and-done\n", string(out))
 }
