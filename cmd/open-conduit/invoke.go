@@ -144,7 +144,8 @@ func invokeCommand(args []string, stdout, stderr io.Writer) int {
 	}
 	if *asJSON {
 		rep := invokeReport{OK: err == nil, Error: ierr}
-		if err == nil || resp.Result != nil {
+		// A failed call's response holds no result, only what was counted.
+		if err == nil || resp.StdoutBytes > 0 || resp.StderrBytes > 0 {
 			rep.Response = &resp
 		}
 		enc := json.NewEncoder(stdout)

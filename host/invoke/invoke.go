@@ -178,6 +178,9 @@ func run(ctx context.Context, req Request, lim Limits, p *plan, tmp string) (Res
 	resp.StdoutBytes, resp.StderrBytes = s.stdoutN.Load(), s.stderrN.Load()
 	detached, cleanup := s.cleanup(lim.cleanupTime())
 	if e != nil {
+		// A result counts only from an exchange that ended well: an
+		// answer followed by a failed shutdown or exit is not accepted.
+		resp.Result = nil
 		e.Detached = detached
 		e.Cleanup = cleanup
 		return resp, e

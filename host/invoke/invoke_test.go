@@ -206,6 +206,7 @@ func TestInvokeEndsEachMisbehaviourInItsCode(t *testing.T) {
 			assert.False(t, e.Detached)
 			assert.Nil(t, e.Cleanup, "cleanup succeeded")
 			assertNoEcho(t, err)
+			assert.Nil(t, resp.Result, "no result is accepted from a failed exchange")
 			assert.NotZero(t, started(t, req), "the child ran")
 			switch f.stream {
 			case invoke.StreamStdout:
