@@ -15,3 +15,13 @@ func NewError(c Code, msg string) *Error { return newError(c, msg) }
 
 // CheckStrict exposes the strict JSON rule.
 var CheckStrict = checkStrict
+
+// ReadMessage exposes how one line of the extension's is read: nil for a
+// blank line, the code of the refusal otherwise.
+func ReadMessage(line []byte) (ok bool, code Code) {
+	m, e := readMessage(line)
+	if e != nil {
+		return false, e.Code
+	}
+	return m != nil, ""
+}

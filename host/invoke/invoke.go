@@ -1,10 +1,8 @@
 package invoke
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -240,15 +238,6 @@ func checkInitialize(m *protocol.Manifest, raw json.RawMessage) (protocol.Versio
 	return res.ProtocolVersion, nil
 }
 
-// decodeResult decodes a result with no unknown member.
-func decodeResult(raw json.RawMessage, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return errors.New("trailing data")
-	}
-	return nil
-}
+// decodeResult decodes a result with no unknown member and every member
+// name exact.
+func decodeResult(raw json.RawMessage, v any) error { return decodeExact(raw, v) }

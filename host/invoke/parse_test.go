@@ -121,3 +121,38 @@ func FuzzParseLimits(f *testing.F) {
 		assert.NoError(t, l.Validate(), "accepted limits are in range")
 	})
 }
+
+// FuzzReadMessage holds the reader of the extension's lines, its most
+// exposed parser, to its contract: it never panics, every refusal is
+// protocol_invalid, and a line it accepts is one JSON object that
+// encoding/json reads too, with no member name twice.
+func FuzzReadMessage(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"result":{}}`,
+		`{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"m","data":{"code":"invalid"}}}`,
+		`{"jsonrpc":"2.0","method":"log","params":{"message":"hi"}}`,
+		`{"jsonrpc":"2.0","id":"q","method":"kv.get","params":{}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{},"result":{}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{"s":"\ud800"}}`,
+		`{"jsonrpc":"1.0","id":1,"result":{}}`,
+		`{"jsonrpc":"2.0","id":1.5,"method":"x"}`,
+		"   ",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		ok, code := invoke.ReadMessage(line)
+		if code != "" {
+			assert.Equal(t, invoke.CodeProtocolInvalid, code)
+			return
+		}
+		if !ok {
+			assert.Empty(t, bytes.TrimSpace(line), "only a blank line is skipped")
+			return
+		}
+		var v map[string]any
+		require.NoError(t, json.Unmarshal(line, &v), "an accepted line is a JSON object")
+		assert.NoError(t, invoke.CheckStrict(line))
+		assert.Equal(t, "2.0", v["jsonrpc"])
+	})
+}

@@ -331,9 +331,7 @@ func readMessage(line []byte) (*wireMessage, *Error) {
 		return nil, newError(CodeProtocolInvalid, "the extension wrote a line that is not strict JSON: "+err.Error())
 	}
 	var m wireMessage
-	dec := json.NewDecoder(bytes.NewReader(line))
-	dec.DisallowUnknownFields()
-	if !isObject(line) || dec.Decode(&m) != nil || m.JSONRPC != "2.0" {
+	if !isObject(line) || decodeExact(line, &m) != nil || m.JSONRPC != "2.0" {
 		return nil, newError(CodeProtocolInvalid, "the extension wrote a line that is not a JSON-RPC 2.0 message")
 	}
 	invalid := newError(CodeProtocolInvalid, "the extension wrote a JSON-RPC message of no valid shape")
@@ -348,9 +346,7 @@ func readMessage(line []byte) (*wireMessage, *Error) {
 	}
 	if m.Error != nil {
 		var we wireError
-		d := json.NewDecoder(bytes.NewReader(*m.Error))
-		d.DisallowUnknownFields()
-		if d.Decode(&we) != nil {
+		if decodeExact(*m.Error, &we) != nil {
 			return nil, invalid
 		}
 	}

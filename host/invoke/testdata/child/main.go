@@ -36,6 +36,7 @@ var broken = map[string]string{
 	"lone-surrogate": `{"jsonrpc":"2.0","id":3,"result":{"s":"\ud800"}}`,
 	"huge-number":    `{"jsonrpc":"2.0","id":3,"result":{"n":1e999}}`,
 	"unknown-member": `{"jsonrpc":"2.0","id":3,"result":{},"extra":1}`,
+	"member-case":    `{"jsonrpc":"2.0","id":3,"Result":{}}`,
 	"two-documents":  `{"jsonrpc":"2.0","id":3,"result":{}} {}`,
 	"mismatched-id":  `{"jsonrpc":"2.0","id":103,"result":{}}`,
 	"app-error":      `{"jsonrpc":"2.0","id":3,"error":{"code":-32000,"message":"secret-in-message","data":{"code":"invalid"}}}`,
