@@ -181,11 +181,13 @@ func TestValidateExecutorConfig(t *testing.T) {
 		config string
 		ok     bool
 	}{
-		"a command":      {`{"command":"echo hi"}`, true},
-		"no command":     {`{}`, true},
-		"unknown member": {`{"command":"echo hi","cwd":"/tmp"}`, false},
-		"not a string":   {`{"command":7}`, false},
-		"not an object":  {`"echo hi"`, false},
+		"a command":              {`{"command":"echo hi"}`, true},
+		"no command":             {`{}`, true},
+		"unknown member":         {`{"command":"echo hi","cwd":"/tmp"}`, false},
+		"member in another case": {`{"Command":"echo hi"}`, false},
+		"null":                   {`null`, true},
+		"not a string":           {`{"command":7}`, false},
+		"not an object":          {`"echo hi"`, false},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var res protocol.ValidateResult

@@ -97,10 +97,21 @@ func decodeConfig(raw json.RawMessage) (Config, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return c, nil
 	}
+	refused := protocol.NewError(protocol.CodeInvalid, `executor config: want {"command": "<shell command>"} and nothing else`)
+	// Member names exactly: encoding/json alone would take "Command".
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &members); err != nil {
+		return Config{}, refused
+	}
+	for name := range members {
+		if name != "command" {
+			return Config{}, refused
+		}
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&c); err != nil || dec.More() {
-		return Config{}, protocol.NewError(protocol.CodeInvalid, `executor config: want {"command": "<shell command>"} and nothing else`)
+		return Config{}, refused
 	}
 	if strings.ContainsRune(c.Command, 0) {
 		return Config{}, protocol.NewError(protocol.CodeInvalid, "executor config: the command holds a NUL byte")
