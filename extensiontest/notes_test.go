@@ -82,6 +82,18 @@ func TestNotes(t *testing.T) {
 			},
 		},
 		et.Step{
+			Name:  "the agent waits for a note to change",
+			Agent: []et.AgentStep{{Call: notes.OpAwait, Input: map[string]string{"note": "n9"}}},
+			Config: func(c *et.Config) {
+				c.Scope(et.Scope).Binding(et.AgentBinding).Operations = []string{notes.OpAdd, notes.OpAwait}
+			},
+			Webhook: delivery("n9", "Waited on"),
+			Expect: []et.Check{
+				et.ExpectWait(et.WaitMatch{Description: "note n9 to change", Count: 1}),
+				et.ExpectWork(et.WorkMatch{Title: "Waited on", State: client.WorkWaiting}),
+			},
+		},
+		et.Step{
 			Name:    "the daemon restarts on its state",
 			Restart: true,
 			Expect:  []et.Check{et.ExpectWork(et.WorkMatch{State: client.WorkDone, Count: 2}), et.ExpectKV(notes.NamespaceIndex, "count", map[string]any{"notes": 2})},
