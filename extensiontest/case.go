@@ -525,10 +525,14 @@ func (h *H) killPackage(ctx context.Context, name string) error {
 	}
 }
 
+// agentTranscriptFile is the scripted agent's transcript in its executor
+// directory (extensions/agent's TranscriptFile).
+const agentTranscriptFile = "transcript.jsonl"
+
 // agentTranscript is the scripted agent's transcript in the state
-// directory (extensions/agent keeps it in its executor directory).
+// directory.
 func (h *H) agentTranscript() string {
-	return filepath.Join(h.d.stateDir, "executors", Agent, "transcript.jsonl")
+	return filepath.Join(h.d.stateDir, "executors", Agent, agentTranscriptFile)
 }
 
 func (h *H) agentSize() int64 {

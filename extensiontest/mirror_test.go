@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/open-conduit/open-conduit/extensions/agent"
 	hostdaemon "github.com/open-conduit/open-conduit/host/daemon"
 	"github.com/open-conduit/open-conduit/protocol"
 )
@@ -20,6 +21,7 @@ func TestAgentManifestIsTheBundledOne(t *testing.T) {
 	bundled, err := os.ReadFile("../extensions/agent/" + protocol.ManifestFile)
 	require.NoError(t, err)
 	assert.Equal(t, string(bundled), agentManifest)
+	assert.Equal(t, agent.TranscriptFile, agentTranscriptFile, "the harness reads the agent's transcript where it writes it")
 }
 
 // TestConfigMirrorsTheDaemons: Config has the daemon's configuration

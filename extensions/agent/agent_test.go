@@ -2,6 +2,7 @@ package agent
 
 import (
 	"encoding/json"
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -70,4 +71,31 @@ func TestVerdict(t *testing.T) {
 	assert.Contains(t, verdict(Step{Call: "a.b", ExpectError: "not_found"}, json.RawMessage(`{"x":1}`), nil), "the call answered")
 	assert.Empty(t, verdict(Step{Call: "a.b", Expect: json.RawMessage(`{"x":1}`)}, json.RawMessage(`{"x":1,"y":2}`), nil))
 	assert.Contains(t, verdict(Step{Call: "a.b", Expect: json.RawMessage(`{"x":2}`)}, json.RawMessage(`{"x":1}`), nil), "at $.x")
+}
+
+// FuzzParseConfig: any executor config is accepted as a well-formed
+// script or refused as invalid; it never panics, and an accepted script
+// holds the rules ParseConfig states.
+func FuzzParseConfig(f *testing.F) {
+	for _, seed := range []string{`{"script":[]}`, `{"script":[{"call":"a.b","input":{"x":1},"expect":{"y":[1]}}]}`,
+		`{"script":[{"fail":"x"}]}`, `{"script":[{"call":"a.b","expect_error":"not_found","request_id":"r"}]}`, `{`, `null`} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := ParseConfig(data)
+		if err != nil {
+			if !errors.Is(err, protocol.ErrInvalid) {
+				t.Fatalf("a refusal is coded invalid: %v", err)
+			}
+			return
+		}
+		if c.Script == nil || len(c.Script) > MaxSteps {
+			t.Fatalf("accepted a script of %d steps (nil %v)", len(c.Script), c.Script == nil)
+		}
+		for i, s := range c.Script {
+			if (s.Call == "") == (s.Fail == "") || (s.Expect != nil && s.ExpectError != "") {
+				t.Fatalf("accepted step %d: %+v", i, s)
+			}
+		}
+	})
 }
