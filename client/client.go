@@ -220,6 +220,31 @@ func (c *Client) KV(ctx context.Context, q KVQuery) (KVPage, error) {
 	return out, c.do(ctx, "GET", "/v1/kv", v, nil, &out)
 }
 
+// ReloadPackages has the daemon discover its packages again and restart
+// the ones added, removed or changed (changed names those to restart
+// whatever their manifest says), leaving the others running.
+func (c *Client) ReloadPackages(ctx context.Context, changed []string) (PackageReload, error) {
+	body, err := json.Marshal(PackageReloadRequest{Changed: changed})
+	if err != nil {
+		return PackageReload{}, err
+	}
+	var out PackageReload
+	return out, c.do(ctx, "POST", "/v1/packages/reload", nil, bytes.NewReader(body), &out)
+}
+
+// KVLayouts reads the KV layout version the store records for each
+// package.
+func (c *Client) KVLayouts(ctx context.Context) (map[string]int, error) {
+	var out KVLayouts
+	if err := c.do(ctx, "GET", "/v1/packages/kv-layouts", nil, nil, &out); err != nil {
+		return nil, err
+	}
+	if out.Layouts == nil {
+		out.Layouts = map[string]int{}
+	}
+	return out.Layouts, nil
+}
+
 func setString(v url.Values, name, s string) {
 	if s != "" {
 		v.Set(name, s)

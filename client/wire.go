@@ -540,3 +540,34 @@ type KVPage struct {
 	// was short.
 	Next string `json:"next,omitempty"`
 }
+
+// PackageReloadRequest is the body of POST /v1/packages/reload: the
+// daemon discovers its packages again and restarts only what changed.
+type PackageReloadRequest struct {
+	// Changed names packages to restart even when their manifest reads
+	// the same (their files changed); any package added, removed or whose
+	// manifest changed is reloaded anyway.
+	Changed []string `json:"changed,omitempty"`
+}
+
+// PackageReload is the answer of POST /v1/packages/reload: what the
+// reload did, by package name, and the packages after it.
+type PackageReload struct {
+	// Started are packages new to the daemon; Restarted those whose old
+	// process stopped before the new release started; Stopped those no
+	// longer on disk; Unchanged those whose process kept running.
+	Started   []string `json:"started"`
+	Restarted []string `json:"restarted"`
+	Stopped   []string `json:"stopped"`
+	Unchanged []string `json:"unchanged"`
+	// Warnings say what takes a daemon restart, or a configuration fix.
+	Warnings []string  `json:"warnings,omitempty"`
+	Packages []Package `json:"packages"`
+}
+
+// KVLayouts is GET /v1/packages/kv-layouts: the KV layout version the
+// store records for each package that has one (the kv_version of its
+// last successful configure), which no release below may run on.
+type KVLayouts struct {
+	Layouts map[string]int `json:"layouts"`
+}

@@ -97,6 +97,8 @@ var apiRoutes = []apiRoute{
 	{"POST", "/v1/faults", nil, (*api).injectFault},
 	{"GET", "/v1/faults/{package}", nil, (*api).faults},
 	{"DELETE", "/v1/faults/{package}", nil, (*api).clearFaults},
+	{"POST", "/v1/packages/reload", nil, (*api).reloadPackages},
+	{"GET", "/v1/packages/kv-layouts", nil, (*api).kvLayouts},
 	{"GET", "/v1/kv", []string{"package", "namespace", "prefix", "after", "limit"}, (*api).kv},
 }
 

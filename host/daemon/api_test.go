@@ -597,6 +597,8 @@ func TestClientCoversEveryRoute(t *testing.T) {
 		func() error { _, err := c.ApplyConfig(ctx, []byte(`{}`)); return err },
 		func() error { _, err := c.CancelWork(ctx, work, "covered"); return err },
 		func() error { _, err := c.Doctor(ctx, true); return err },
+		func() error { _, err := c.ReloadPackages(ctx, nil); return ignore(err, client.ErrUnavailable) },
+		func() error { _, err := c.KVLayouts(ctx); return ignore(err, client.ErrUnavailable) },
 		func() error { _, err := c.Clock(ctx); return err },
 		func() error { _, err := c.AdvanceClock(ctx, time.Second); return err },
 		func() error {

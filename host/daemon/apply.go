@@ -37,7 +37,7 @@ func (d *Daemon) validate(ctx context.Context, doc []byte) (*Config, []client.Di
 	if len(ds) > 0 {
 		return nil, ds
 	}
-	ds = checkStatic(cfg, d.cat)
+	ds = checkStatic(cfg, d.catalogue())
 	if len(ds) > 0 {
 		// Package checks need objects that name what exists.
 		return nil, ds
@@ -60,7 +60,7 @@ type validateCall struct {
 // package at once, and reports every refusal.
 func (d *Daemon) checkByPackages(ctx context.Context, cfg *Config) []client.Diagnostic {
 	byName := map[string]*pkgRun{}
-	for _, pr := range d.pkgs {
+	for _, pr := range d.packages() {
 		byName[pr.pkg.Name] = pr
 	}
 	var calls []validateCall
@@ -70,24 +70,24 @@ func (d *Daemon) checkByPackages(ctx context.Context, cfg *Config) []client.Diag
 		}
 	}
 	for i, c := range cfg.Connections {
-		add(fmt.Sprintf("$.connections[%d]", i), d.cat.connTypes[c.Type], protocol.ValidateParams{Kind: protocol.ValidateConnection,
+		add(fmt.Sprintf("$.connections[%d]", i), d.catalogue().connTypes[c.Type], protocol.ValidateParams{Kind: protocol.ValidateConnection,
 			Type: c.Type, ID: c.Name, Config: rawObject(c.Config), SecretNames: sortedKeys(c.SecretRefs)})
 	}
 	for i, sc := range cfg.Scopes {
 		at := fmt.Sprintf("$.scopes[%d]", i)
 		for j, e := range sc.Entries {
-			add(fmt.Sprintf("%s.entries[%d]", at, j), d.cat.types[e.Type], protocol.ValidateParams{Kind: protocol.ValidateExtension,
+			add(fmt.Sprintf("%s.entries[%d]", at, j), d.catalogue().types[e.Type], protocol.ValidateParams{Kind: protocol.ValidateExtension,
 				Type: e.Type, ScopeID: sc.ID, ID: e.ID, Config: rawObject(e.Config)})
 		}
 		for j, b := range sc.Bindings {
-			add(fmt.Sprintf("%s.bindings[%d].executor_config", at, j), d.cat.executors[b.Executor], protocol.ValidateParams{Kind: protocol.ValidateExecutor,
+			add(fmt.Sprintf("%s.bindings[%d].executor_config", at, j), d.catalogue().executors[b.Executor], protocol.ValidateParams{Kind: protocol.ValidateExecutor,
 				Type: b.Executor, ScopeID: sc.ID, ID: b.Name, Config: rawObject(b.ExecutorConfig)})
 		}
 		for j, r := range sc.Routes {
-			owner := d.cat.handlers[r.Handler]
+			owner := d.catalogue().handlers[r.Handler]
 			add(fmt.Sprintf("%s.routes[%d].config", at, j), owner, protocol.ValidateParams{Kind: protocol.ValidateRoute,
 				Type: r.Handler, ScopeID: sc.ID, ID: r.ID, Config: rawObject(r.Config)})
-			if r.Binding == "" || !d.cat.bindingChk[r.Handler] {
+			if r.Binding == "" || !d.catalogue().bindingChk[r.Handler] {
 				continue
 			}
 			for _, b := range sc.Bindings {
@@ -203,7 +203,7 @@ func (d *Daemon) Reload(ctx context.Context) (client.Generation, []client.Diagno
 // the engine's tables.
 func (d *Daemon) activate(ctx context.Context, cfg *Config, gen client.Generation) error {
 	var wg sync.WaitGroup
-	for _, pr := range d.pkgs {
+	for _, pr := range d.packages() {
 		if !slices.Equal(cfg.Settings.PassEnv[pr.pkg.Name], pr.passEnv) {
 			d.log.Warn("settings.pass_env changed: it takes effect when the daemon restarts", "package", pr.pkg.Name)
 		}
@@ -235,10 +235,10 @@ func (d *Daemon) paramsFor(cfg *Config, pr *pkgRun, gen client.Generation) proto
 	m := pr.pkg.Manifest
 	p := protocol.ConfigureParams{Entries: []protocol.ConfigEntry{}, Connections: []protocol.Connection{},
 		PublicURL: cfg.Settings.Webhooks.PublicURL, Generation: gen.Number, GenerationHash: gen.Hash}
-	mine := func(typ string) bool { return d.cat.types[typ] == m.Name }
+	mine := func(typ string) bool { return d.catalogue().types[typ] == m.Name }
 	myConn := map[string]bool{}
 	for _, c := range cfg.Connections {
-		if d.cat.connTypes[c.Type] == m.Name {
+		if d.catalogue().connTypes[c.Type] == m.Name {
 			myConn[c.Name] = true
 		}
 	}
@@ -302,7 +302,7 @@ func (d *Daemon) tables(cfg *Config) runtime.Config {
 	}
 	applyConcurrency(t.Pools, cfg.Settings)
 	executorPools := map[string]string{}
-	for _, pr := range d.pkgs {
+	for _, pr := range d.packages() {
 		p := pr.pkg.Manifest.Provides
 		for _, x := range p.Executors {
 			executorPools[x.Name] = runtimePool(x.Pool)
@@ -342,7 +342,7 @@ func (d *Daemon) tables(cfg *Config) runtime.Config {
 			if b.Toolbelt {
 				rb.Operations = append(rb.Operations, b.Operations...)
 				for _, ts := range b.Toolsets {
-					rb.Operations = append(rb.Operations, d.cat.toolsets[ts]...)
+					rb.Operations = append(rb.Operations, d.catalogue().toolsets[ts]...)
 				}
 				slices.Sort(rb.Operations)
 				rb.Operations = slices.Compact(rb.Operations)

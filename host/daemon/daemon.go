@@ -18,6 +18,7 @@ import (
 
 	"github.com/open-conduit/open-conduit/client"
 	"github.com/open-conduit/open-conduit/host"
+	"github.com/open-conduit/open-conduit/host/packages"
 	"github.com/open-conduit/open-conduit/protocol"
 	"github.com/open-conduit/open-conduit/runtime"
 	"github.com/open-conduit/open-conduit/runtime/sqlite"
@@ -77,12 +78,16 @@ type Options struct {
 // configuration generation in force and the management API. Open builds
 // it, Run serves until its context ends, Close shuts it down in order.
 type Daemon struct {
-	opts    Options
-	log     *slog.Logger
-	lock    *stateLock
-	sqlite  *sqlite.Store
-	store   notifyingStore
-	engine  *runtime.Engine
+	opts   Options
+	log    *slog.Logger
+	lock   *stateLock
+	sqlite *sqlite.Store
+	store  notifyingStore
+	engine *runtime.Engine
+	// pkgs, refused and cat are the package set; a package reload
+	// (reload.go) replaces them whole under setMu, so readers take
+	// packages(), refusedPackages() and catalogue().
+	setMu   sync.RWMutex
 	pkgs    []*pkgRun
 	refused []client.Package
 	cat     *catalogue
@@ -318,7 +323,12 @@ func (d *Daemon) compose(startCfg *Config) error {
 	if pkgs == nil {
 		var problems []host.Problem
 		var err error
-		pkgs, problems, err = host.DiscoverAll(filepath.Join(d.opts.ConfigDir, "extensions"), d.opts.BundledDir)
+		// A packaging command that crashed mid-change left its journal:
+		// finish or undo it before anything is discovered.
+		if err := packages.Recover(installRoot(d.opts.ConfigDir)); err != nil {
+			d.log.Error("recovering the install tree", "err", err)
+		}
+		pkgs, problems, err = host.DiscoverAll(installRoot(d.opts.ConfigDir), d.opts.BundledDir)
 		if err != nil {
 			return fmt.Errorf("daemon: discovering packages: %w", err)
 		}
@@ -337,15 +347,8 @@ func (d *Daemon) compose(startCfg *Config) error {
 	}
 	var manifests []*protocol.Manifest
 	for _, p := range pkgs {
-		pr := &pkgRun{pkg: p, passEnv: startCfg.Settings.PassEnv[p.Name]}
-		params := protocol.ConfigureParams{Entries: []protocol.ConfigEntry{}, Connections: []protocol.Connection{}}
-		if d.opts.Configure != nil {
-			params = d.opts.Configure(p)
-		}
-		pr.params.Store(&params)
-		pr.svc = host.NewService(host.ServiceConfig{Manifest: p.Manifest, Store: d.store, Blobs: d.sqlite,
-			Secrets: &secretResolver{d: d, pkg: p.Name}, Engine: d.engine, Telemetry: telemetryRecorder{d}})
-		if err := d.newProcess(pr); err != nil {
+		pr, err := d.newPkgRun(p, startCfg.Settings.PassEnv[p.Name])
+		if err != nil {
 			return err
 		}
 		d.pkgs = append(d.pkgs, pr)
@@ -493,8 +496,9 @@ func (d *Daemon) Close(ctx context.Context) error {
 	// Before the packages stop: the sinks get what their buffers hold.
 	d.telemetry.close()
 	var wg sync.WaitGroup
-	perrs := make([]error, len(d.pkgs))
-	for i, pr := range d.pkgs {
+	pkgs := d.packages()
+	perrs := make([]error, len(pkgs))
+	for i, pr := range pkgs {
 		wg.Go(func() {
 			proc, _, _ := pr.parts()
 			perrs[i] = proc.Close(ctx)
@@ -503,7 +507,7 @@ func (d *Daemon) Close(ctx context.Context) error {
 	wg.Wait()
 	for i, err := range perrs {
 		if err != nil {
-			errs = append(errs, fmt.Errorf("package %s: %w", d.pkgs[i].pkg.Name, err))
+			errs = append(errs, fmt.Errorf("package %s: %w", pkgs[i].pkg.Name, err))
 		}
 	}
 	if d.sqlite != nil {
@@ -577,7 +581,7 @@ func (d *Daemon) Status(ctx context.Context) client.Status {
 	d.mu.Unlock()
 	st := client.Status{DaemonVersion: d.opts.Version, ProtocolVersions: protocol.SupportedVersions(),
 		Generation: gen, PID: os.Getpid(), Started: d.started, Paths: d.Paths(), Packages: []client.Package{}}
-	for _, pr := range d.pkgs {
+	for _, pr := range d.packages() {
 		proc, _, _ := pr.parts()
 		state, restarts, err := proc.Status()
 		p := client.Package{Name: pr.pkg.Name, Version: pr.pkg.Manifest.Version, State: packageState(state),
@@ -591,7 +595,7 @@ func (d *Daemon) Status(ctx context.Context) client.Status {
 		}
 		st.Packages = append(st.Packages, p)
 	}
-	st.Packages = append(st.Packages, d.refused...)
+	st.Packages = append(st.Packages, d.refusedPackages()...)
 	st.Passes = d.passes.statuses()
 	st.Ready = ready
 	return st

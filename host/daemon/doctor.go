@@ -63,7 +63,7 @@ func doctorReport(checks []client.DoctorCheck) client.DoctorReport {
 func (d *Daemon) extensionsCheck() client.DoctorCheck {
 	c := client.DoctorCheck{Name: "extensions", Status: client.CheckOK}
 	var down, restarted []string
-	for _, pr := range d.pkgs {
+	for _, pr := range d.packages() {
 		proc, _, _ := pr.parts()
 		state, restarts, err := proc.Status()
 		item := fmt.Sprintf("%s %s: %s, protocol %d, %d restarts", pr.pkg.Name, pr.pkg.Manifest.Version, packageState(state), proc.Version(), restarts)
@@ -78,21 +78,21 @@ func (d *Daemon) extensionsCheck() client.DoctorCheck {
 			restarted = append(restarted, pr.pkg.Name)
 		}
 	}
-	for _, p := range d.refused {
+	for _, p := range d.refusedPackages() {
 		c.Items = append(c.Items, fmt.Sprintf("%s: refused: %s", p.Name, clip(oneLine(p.LastError), maxRefusalBytes)))
 	}
 	switch {
 	case len(down) > 0:
 		c.Status, c.Code = client.CheckFail, CodePackageNotRunning
 		c.Detail = "not running: " + strings.Join(down, ", ")
-	case len(d.refused) > 0:
+	case len(d.refusedPackages()) > 0:
 		c.Status, c.Code = client.CheckWarn, CodePackageRefused
-		c.Detail = fmt.Sprintf("%d packages refused at discovery", len(d.refused))
+		c.Detail = fmt.Sprintf("%d packages refused at discovery", len(d.refusedPackages()))
 	case len(restarted) > 0:
 		c.Status, c.Code = client.CheckWarn, CodePackageRestarted
 		c.Detail = "restarted: " + strings.Join(restarted, ", ")
 	default:
-		c.Detail = fmt.Sprintf("%d packages running", len(d.pkgs))
+		c.Detail = fmt.Sprintf("%d packages running", len(d.packages()))
 	}
 	return c
 }
@@ -158,7 +158,7 @@ func (d *Daemon) packageChecks(ctx context.Context, deep bool) []client.DoctorCh
 		decl protocol.CheckDecl
 	}
 	var jobs []job
-	for _, pr := range d.pkgs {
+	for _, pr := range d.packages() {
 		for _, c := range pr.pkg.Manifest.Provides.Checks {
 			jobs = append(jobs, job{pr, c})
 		}
@@ -187,7 +187,7 @@ func (d *Daemon) runPackageCheck(ctx context.Context, pr *pkgRun, check string, 
 		c.Status, c.Code, c.Detail = client.CheckWarn, host.CheckFailedCode, fmt.Sprintf("not run: package %s is %s", name, packageState(st))
 		return c
 	}
-	view, err := json.Marshal(checkViewFor(d.opts.ConfigDir, cfg, d.cat, pr.pkg.Manifest))
+	view, err := json.Marshal(checkViewFor(d.opts.ConfigDir, cfg, d.catalogue(), pr.pkg.Manifest))
 	if err != nil {
 		view = json.RawMessage(`{}`)
 	}

@@ -45,7 +45,7 @@ func (d *Daemon) newProcess(pr *pkgRun) error {
 }
 
 func (d *Daemon) pkgRun(name string) (*pkgRun, error) {
-	for _, pr := range d.pkgs {
+	for _, pr := range d.packages() {
 		if pr.pkg.Name == name {
 			return pr, nil
 		}

@@ -263,7 +263,7 @@ func minTime(a, b time.Time) time.Time {
 // through the package's current process.
 func (d *Daemon) taskPasses() []passSpec {
 	var specs []passSpec
-	for _, pr := range d.pkgs {
+	for _, pr := range d.packages() {
 		for _, t := range pr.pkg.Manifest.Provides.Tasks {
 			interval, err := time.ParseDuration(t.Interval)
 			if err != nil || interval < time.Second {
@@ -286,7 +286,7 @@ func (d *Daemon) taskPasses() []passSpec {
 // reconcile in their last configure, each scanned through the engine.
 func (d *Daemon) sourcePasses() []passSpec {
 	var specs []passSpec
-	for _, pr := range d.pkgs {
+	for _, pr := range d.packages() {
 		for _, src := range pr.svc.Sources() {
 			if !src.Reconcile {
 				continue

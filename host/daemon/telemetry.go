@@ -267,7 +267,7 @@ var _ host.TelemetryRecorder = telemetryRecorder{}
 // closed fails the batch at once.
 func (d *Daemon) startTelemetry() {
 	t := newTelemetry(filepath.Join(LogDir(d.opts.StateDir), TelemetryLogFile), d.opts.Clock.Now, d.log)
-	for _, pr := range d.pkgs {
+	for _, pr := range d.packages() {
 		if pr.pkg.Manifest.Enabled("telemetry.sink") {
 			t.addSink(pr.pkg.Name, TelemetryBuffer, func(ctx context.Context, batch []protocol.TelemetryEvent) error {
 				proc, _, _ := pr.parts()

@@ -101,7 +101,7 @@ func (w *webhookListener) close(ctx context.Context) {
 func (w *webhookListener) route(p string) (*pkgRun, string) {
 	var best *pkgRun
 	bestPath := ""
-	for _, pr := range w.d.pkgs {
+	for _, pr := range w.d.packages() {
 		for _, wp := range pr.svc.WebhookPaths() {
 			if (p == wp || strings.HasPrefix(p, wp+"/")) && len(wp) > len(bestPath) {
 				best, bestPath = pr, wp
