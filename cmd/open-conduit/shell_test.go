@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +18,8 @@ import (
 	"github.com/open-conduit/open-conduit/client"
 	"github.com/open-conduit/open-conduit/extensions/notes"
 	"github.com/open-conduit/open-conduit/internal/daemontest"
+	"github.com/open-conduit/open-conduit/runtime"
+	"github.com/open-conduit/open-conduit/runtime/sqlite"
 )
 
 // TestShellRunCallsTheToolbeltThroughTheDaemon: a note routed to a binding
@@ -81,6 +84,29 @@ func TestShellRunCallsTheToolbeltThroughTheDaemon(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, found, "the granted call added its note")
 	assert.Equal(t, "from the shell", rec.Title)
+
+	// The run's two streams are its artifacts, kept in the daemon's store
+	// (read once the daemon has stopped; the store is <state>/store).
+	require.NoError(t, d.Stop())
+	st, err := sqlite.Open(filepath.Join(d.StateDir, "store"))
+	require.NoError(t, err)
+	defer st.Close()
+	var arts []runtime.Artifact
+	require.NoError(t, st.View(ctx, func(tx runtime.ReadTx) error {
+		arts, err = tx.Artifacts(ended.Work.ID)
+		return err
+	}))
+	got := map[string]string{}
+	for _, a := range arts {
+		assert.Equal(t, xs[0].ID, a.ExecutionID)
+		rc, err := st.OpenBlob(a.Digest)
+		require.NoError(t, err)
+		b, err := io.ReadAll(rc)
+		rc.Close()
+		require.NoError(t, err)
+		got[a.Name] = string(b)
+	}
+	assert.Equal(t, map[string]string{"stdout": string(stdout), "stderr": string(stderr)}, got)
 }
 
 // TestShellIsCertified: `open-conduit extension certify ./extensions/shell`

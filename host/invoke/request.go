@@ -29,7 +29,8 @@ type Request struct {
 	// caller's environment that is not listed here.
 	Env []string
 	// Executable runs a package whose command is protocol.HostRunCommand
-	// (a package bundled in the binary); default os.Executable.
+	// (a package bundled in the binary): the open-conduit binary. The
+	// default, os.Executable, is right for the open-conduit command itself.
 	Executable string
 	// HostVersion is the host's release, sent in initialize.
 	HostVersion string
