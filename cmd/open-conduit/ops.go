@@ -235,7 +235,7 @@ func oneLine(s string, max int) string {
 	return s
 }
 
-// ---- status, extension list ----
+// ---- status ----
 
 func statusCommand(args []string, stdout, stderr io.Writer) int {
 	o := newOps("status", stdout, stderr)
@@ -282,26 +282,6 @@ func lastError(p client.Package) string {
 		return ""
 	}
 	return ", last error: " + oneLine(p.LastError, 120)
-}
-
-func extensionListCommand(args []string, stdout, stderr io.Writer) int {
-	o := newOps("extension list", stdout, stderr)
-	if !o.parse(args, 0, 0) {
-		return exitUsage
-	}
-	return o.call(func(ctx context.Context, c *client.Client) int {
-		st, err := c.Status(ctx)
-		if err != nil {
-			return o.fail(err)
-		}
-		return o.print(st.Packages, func(w *tabwriter.Writer) {
-			fmt.Fprintln(w, "NAME\tVERSION\tSTATE\tORIGIN\tPROTOCOL\tRESTARTS\tPERMISSIONS\tLAST ERROR")
-			for _, p := range st.Packages {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", p.Name, p.Version, p.State, p.Origin, p.Protocol, p.Restarts,
-					orDash(strings.Join(p.Permissions, ",")), orDash(oneLine(p.LastError, 80)))
-			}
-		})
-	})
 }
 
 // ---- events ----

@@ -16,6 +16,7 @@ import (
 
 	"github.com/open-conduit/open-conduit/client"
 	"github.com/open-conduit/open-conduit/extensions/notes"
+	"github.com/open-conduit/open-conduit/host/packages"
 	"github.com/open-conduit/open-conduit/internal/daemontest"
 )
 
@@ -111,14 +112,16 @@ func TestOperatorCommandsAgainstAServedDaemon(t *testing.T) {
 	code, stdout, _ = ops(d, "status")
 	assert.Equal(t, exitOK, code)
 	assert.Contains(t, stdout, "generation")
-	var pkgs []client.Package
-	opsJSON(t, d, &pkgs, "extension", "list")
-	var names []string
+	// extension list reads the install tree (--config) and the daemon's
+	// state of each package.
+	var pkgs []packages.Entry
+	opsJSON(t, d, &pkgs, "extension", "list", "--config", d.ConfigDir)
+	states := map[string]string{}
 	for _, p := range pkgs {
-		names = append(names, p.Name)
+		states[p.Name] = p.State
 	}
-	assert.Contains(t, names, "notes")
-	code, stdout, _ = ops(d, "extension", "list")
+	assert.Equal(t, "ready", states["notes"])
+	code, stdout, _ = ops(d, "extension", "list", "--config", d.ConfigDir)
 	assert.Equal(t, exitOK, code)
 	assert.Contains(t, stdout, "NAME")
 	assert.Contains(t, stdout, "notes")
@@ -248,7 +251,7 @@ func TestOperatorCommandsAgainstAServedDaemon(t *testing.T) {
 func TestOperatorCommandsWithoutADaemon(t *testing.T) {
 	empty := daemontest.TempDir(t)
 	for _, words := range [][]string{
-		{"status"}, {"extension", "list"}, {"events"}, {"work"}, {"work", "cancel", "wk_1"}, {"waits"}, {"config", "show"},
+		{"status"}, {"events"}, {"work"}, {"work", "cancel", "wk_1"}, {"waits"}, {"config", "show"},
 		{"route", "trace", "--scope", "s", "--sample", "x"},
 	} {
 		code, stdout, stderr := runWords(append(words, "--state", empty)...)
