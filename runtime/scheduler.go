@@ -208,6 +208,12 @@ func (e *Engine) start(ctx context.Context, c *engineConf, w Work, pool string) 
 	if r, ok := executor.(Resumer); ok && len(previous) > 0 {
 		// Work that ran before and took new input continues its run.
 		handle, err = r.Resume(ctx, req, previous)
+		if errors.Is(err, ErrUnsupported) {
+			// An adapter answers every optional method and refuses the
+			// ones its executor does not declare: standing Work on an
+			// executor without resume takes its new input in a new run.
+			handle, err = executor.Run(ctx, req)
+		}
 	} else {
 		handle, err = executor.Run(ctx, req)
 	}
