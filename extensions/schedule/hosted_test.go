@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/open-conduit/open-conduit/extensions/schedule"
 	"github.com/open-conduit/open-conduit/host"
 	"github.com/open-conduit/open-conduit/protocol"
+	"github.com/open-conduit/open-conduit/protocol/sdk"
 	"github.com/open-conduit/open-conduit/runtime"
 )
 
@@ -136,4 +138,56 @@ func TestHostedWebhook(t *testing.T) {
 			assert.ErrorIs(t, err, protocol.ErrUnauthorized)
 		})
 	}
+}
+
+// refusing is a host that answers the first refusals calls of each method
+// reentrant_call, as the real host answers every call of the extension
+// while one of its in-transaction calls (a job timer's recurrence.next) is
+// outstanding, and then passes them on.
+type refusing struct {
+	host     sdk.Caller
+	refusals int
+	mu       sync.Mutex
+	refused  map[string]int
+}
+
+func (r *refusing) Call(ctx context.Context, method string, params, result any) error {
+	r.mu.Lock()
+	n := r.refused[method]
+	r.refused[method] = n + 1
+	r.mu.Unlock()
+	if n < r.refusals {
+		return protocol.Errorf(protocol.CodeReentrantCall, "%s while an in-transaction call is outstanding", method)
+	}
+	return r.host.Call(ctx, method, params, result)
+}
+
+// TestArmRetriesReentrantRefusals: the arm task's calls refused because a
+// fire's in-transaction call is outstanding are made again once it has
+// ended, so the pass arms its timers rather than failing until the next
+// interval; without the retries (the negative control) the same pass
+// fails.
+func TestArmRetriesReentrantRefusals(t *testing.T) {
+	now := time.Date(2026, 1, 5, 8, 0, 0, 0, time.UTC)
+	run := func(t *testing.T) (string, map[string]runtime.Timer, error) {
+		st := openStore(t)
+		svc := host.NewService(host.ServiceConfig{Manifest: manifest(t), Store: st, Secrets: hookSecrets})
+		ext, err := sdk.Attach(schedule.Extension(), &refusing{host: svc, refusals: 2, refused: map[string]int{}})
+		require.NoError(t, err)
+		att, err := host.Attach(testContext(t), ext, svc, t.TempDir(), configureParams(jobsEntry(scope)))
+		require.NoError(t, err)
+		detail, err := host.NewRemote(att).RunTask(testContext(t), schedule.TaskArm, now)
+		return detail, storedTimers(t, st), err
+	}
+	detail, timers, err := run(t)
+	require.NoError(t, err)
+	assert.Equal(t, "2 job timers armed, 0 kept, 0 cancelled", detail)
+	assert.Len(t, timers, 2)
+
+	saved := *schedule.ReentrantBackoff
+	*schedule.ReentrantBackoff = nil
+	t.Cleanup(func() { *schedule.ReentrantBackoff = saved })
+	_, timers, err = run(t)
+	assert.ErrorIs(t, err, protocol.ErrReentrantCall, "the negative control: no retries, no pass")
+	assert.Empty(t, timers)
 }

@@ -65,7 +65,9 @@ func (x *extension) arm(ctx context.Context, host *sdk.Host, p protocol.TaskRunP
 		return protocol.TaskRunResult{Detail: "dry run: no timer armed or cancelled"}, nil
 	}
 	want := timerPayloads(entries)
-	listed, err := host.Timers(ctx, protocol.TimersParams{Kind: Recurrence})
+	listed, err := retryReentrant(ctx, func() ([]protocol.Timer, error) {
+		return host.Timers(ctx, protocol.TimersParams{Kind: Recurrence})
+	})
 	if err != nil {
 		return protocol.TaskRunResult{}, fmt.Errorf("listing the timers: %w", err)
 	}
@@ -99,8 +101,8 @@ func (x *extension) arm(ctx context.Context, host *sdk.Host, p protocol.TaskRunP
 		if err != nil {
 			return protocol.TaskRunResult{}, err
 		}
-		if _, err := host.TimerArm(ctx, protocol.TimerArmParams{Key: key, Recurrence: Recurrence, ScopeID: tp.ScopeID,
-			Due: due, Payload: payload}); err != nil {
+		arm := protocol.TimerArmParams{Key: key, Recurrence: Recurrence, ScopeID: tp.ScopeID, Due: due, Payload: payload}
+		if _, err := retryReentrant(ctx, func() (protocol.Timer, error) { return host.TimerArm(ctx, arm) }); err != nil {
 			return protocol.TaskRunResult{}, fmt.Errorf("arming job %s: %w", key, err)
 		}
 		armed++
@@ -116,7 +118,7 @@ func (x *extension) arm(ctx context.Context, host *sdk.Host, p protocol.TaskRunP
 		if _, ok := want[key]; ok {
 			continue
 		}
-		if _, err := host.TimerCancel(ctx, key); err != nil {
+		if _, err := retryReentrant(ctx, func() (bool, error) { return host.TimerCancel(ctx, key) }); err != nil {
 			return protocol.TaskRunResult{}, fmt.Errorf("cancelling the timer of %s: %w", key, err)
 		}
 		cancelled++
@@ -132,7 +134,9 @@ func recordedTimers(ctx context.Context, host *sdk.Host) ([]string, error) {
 	var keys []string
 	cursor := ""
 	for {
-		page, err := host.List(ctx, protocol.KVListParams{Namespace: NamespaceTimers, After: cursor})
+		page, err := retryReentrant(ctx, func() (protocol.KVListResult, error) {
+			return host.List(ctx, protocol.KVListParams{Namespace: NamespaceTimers, After: cursor})
+		})
 		if err != nil {
 			return nil, fmt.Errorf("listing the recorded timers: %w", err)
 		}
@@ -151,7 +155,17 @@ func recordTimers(ctx context.Context, host *sdk.Host, recorded []string, want m
 	if len(recorded) == len(want) && !slices.ContainsFunc(recorded, func(k string) bool { _, ok := want[k]; return !ok }) {
 		return nil
 	}
-	_, err := host.Update(ctx, func(t *sdk.Txn) error {
+	record := recordTxn(recorded, want)
+	_, err := retryReentrant(ctx, func() (protocol.KVCommitResult, error) { return host.Update(ctx, record) })
+	if err != nil {
+		return fmt.Errorf("recording the armed timers: %w", err)
+	}
+	return nil
+}
+
+// recordTxn is recordTimers' transaction.
+func recordTxn(recorded []string, want map[string]TimerPayload) func(t *sdk.Txn) error {
+	return func(t *sdk.Txn) error {
 		for _, key := range recorded {
 			if _, ok := want[key]; !ok {
 				t.Delete(NamespaceTimers, key)
@@ -165,11 +179,7 @@ func recordTimers(ctx context.Context, host *sdk.Host, recorded []string, want m
 			}
 		}
 		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("recording the armed timers: %w", err)
 	}
-	return nil
 }
 
 func sortedKeys[V any](m map[string]V) []string {

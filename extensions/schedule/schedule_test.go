@@ -272,7 +272,7 @@ func TestWebhook(t *testing.T) {
 			keyed.ReceivedAt = keyed.ReceivedAt.Add(time.Minute) // a retry, later
 			require.NoError(t, c.Call(ctx, "webhook.handle", keyed, &b))
 			require.Len(t, b.Events, 1)
-			assert.Equal(t, a.Events[0].DeliveryID, b.Events[0].DeliveryID, "a retry with the same key is the same trigger")
+			assert.Equal(t, a.Events[0], b.Events[0], "a retry with the same key is the same Event, to the byte")
 			assert.NotEqual(t, ev.DeliveryID, a.Events[0].DeliveryID)
 
 			for _, tc := range []struct {

@@ -56,7 +56,9 @@ func (x *extension) token(ctx context.Context, host *sdk.Host, e entry) ([]byte,
 	if ok {
 		return tok, nil
 	}
-	values, err := host.SecretResolve(ctx, protocol.SecretResolveParams{Connection: e.Connection, ScopeID: e.ScopeID, Names: []string{SecretToken}})
+	values, err := retryReentrant(ctx, func() (map[string]string, error) {
+		return host.SecretResolve(ctx, protocol.SecretResolveParams{Connection: e.Connection, ScopeID: e.ScopeID, Names: []string{SecretToken}})
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -123,9 +125,14 @@ func (x *extension) webhook(ctx context.Context, host *sdk.Host, p protocol.Webh
 	if err != nil {
 		return protocol.WebhookHandleResult{}, err
 	}
-	return protocol.WebhookHandleResult{Events: []protocol.EventDraft{{Source: e.Source, DeliveryID: triggerID(job, key, p),
-		ScopeID: e.ScopeID, Family: FamilyTriggered, Type: "triggered", Schema: TriggerSchema, Payload: payload,
-		OccurredAt: p.ReceivedAt}}}, nil
+	ev := protocol.EventDraft{Source: e.Source, DeliveryID: triggerID(job, key, p), ScopeID: e.ScopeID,
+		Family: FamilyTriggered, Type: "triggered", Schema: TriggerSchema, Payload: payload}
+	if key == "" {
+		// A keyed trigger is the same Event however late it is sent
+		// again, so it carries nothing of one request's own.
+		ev.OccurredAt = p.ReceivedAt
+	}
+	return protocol.WebhookHandleResult{Events: []protocol.EventDraft{ev}}, nil
 }
 
 // triggerID is a trigger's identity: the job and the request's
