@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -53,8 +54,9 @@ func TestRunsInItsOwnDirectoryWithItsToolbelt(t *testing.T) {
 // TestRecoverRefusesMetadataOutsideItsRunsDirectory: metadata that names
 // any directory but the run's own under the runs directory (elsewhere,
 // through "..", another run's, or the right name made a link to
-// elsewhere) is not adopted, so a forged record cannot point the
-// executor's stop or forget at files it does not own.
+// elsewhere), or the run's own directory with processes other than those
+// it records, is not adopted, so a forged record cannot point the
+// executor's stop or forget at files or processes it does not own.
 func TestRecoverRefusesMetadataOutsideItsRunsDirectory(t *testing.T) {
 	f := newFixture(t, modes[0])
 	rec := f.run(t, "run-real", exitInput)
@@ -78,6 +80,11 @@ func TestRecoverRefusesMetadataOutsideItsRunsDirectory(t *testing.T) {
 	linked.Dir = dirOf(t, f, "run-linked")
 	require.NoError(t, os.Symlink(elsewhere, linked.Dir))
 	forged["linked"] = linked
+
+	forgedPID := rec
+	// A live process (this test's), with no start time to tell it apart.
+	forgedPID.PID, forgedPID.PGID, forgedPID.Start = os.Getpid(), syscall.Getpgrp(), 0
+	forged["its own directory, another process"] = forgedPID
 
 	f.restart(t, modes[0])
 	for name, r := range forged {

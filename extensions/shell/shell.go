@@ -527,6 +527,12 @@ func (r *executor) recover(ctx context.Context, host *sdk.Host, p protocol.Execu
 		return protocol.ExecutorRecoverResult{}, protocol.Errorf(protocol.CodeNotAdoptable,
 			"run %q: the metadata names a directory that is not its run's own under this executor's runs directory", p.RunID)
 	}
+	// The metadata must be what this executor wrote in that directory:
+	// the processes it names are the ones stop would signal.
+	if onDisk, found, err := readMeta(rec.Dir); err != nil || !found || onDisk != rec {
+		return protocol.ExecutorRecoverResult{}, protocol.Errorf(protocol.CodeNotAdoptable,
+			"run %q: the metadata differs from what the run's directory records", p.RunID)
+	}
 	if rec.ExecutionID != "" && p.Execution.ID != "" && rec.ExecutionID != p.Execution.ID {
 		return protocol.ExecutorRecoverResult{}, protocol.Errorf(protocol.CodeNotAdoptable, "run %q: the metadata is for another attempt", p.RunID)
 	}
