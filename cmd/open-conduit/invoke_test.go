@@ -92,3 +92,27 @@ func TestInvokeUsageErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestInvokeLimitFlags: a limit flag reaches the call (a stdout limit
+// smaller than the initialize answer ends it as size_limit on stdout) and
+// wins over the same limit in --limits.
+func TestInvokeLimitFlags(t *testing.T) {
+	code, stdout, stderr := invokeBinary(t, "", "--json", "--limits", `{"max_stdout_bytes":1048576}`, "--max-stdout-bytes", "10",
+		"../../extensions/runner", "validate")
+	assert.Equal(t, exitFail, code, stderr)
+	var rep struct {
+		OK    bool `json:"ok"`
+		Error struct {
+			Code   string `json:"code"`
+			Stream string `json:"stream"`
+		} `json:"error"`
+		Response struct {
+			StdoutBytes int64 `json:"stdout_bytes"`
+		} `json:"response"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &rep), stdout)
+	assert.False(t, rep.OK)
+	assert.Equal(t, "size_limit", rep.Error.Code)
+	assert.Equal(t, "stdout", rep.Error.Stream)
+	assert.EqualValues(t, 11, rep.Response.StdoutBytes, "read to the first excess byte")
+}

@@ -29,7 +29,7 @@
 // from the metadata persisted through the host's fenced
 // execution.persist_recovery, after a package or daemon restart, and
 // refuses metadata whose directory is not the run's own under this
-// executor's runs directory.
+// executor's runs directory, or that differs from the record kept there.
 //
 // The binding's executor config is {"command": "..."}; without a command
 // a run waits for one injected line and exits with the status it names.
