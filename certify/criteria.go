@@ -13,7 +13,7 @@ import (
 // CriteriaVersion versions the criteria. It goes up by one whenever a
 // criterion is added or tightened, so a report says which rules it holds a
 // package to.
-const CriteriaVersion = 1
+const CriteriaVersion = 2
 
 // Criterion is one certification rule, run against one package.
 type Criterion struct {
@@ -130,6 +130,9 @@ const (
 	sectionSchemas      = "Event payload schema evolution"
 	sectionRouteTraces  = "Route traces"
 	sectionDisplay      = "Work display and wait descriptions"
+	sectionDoctor       = "Doctor checks"
+	sectionFlow         = "Flow control"
+	sectionPermissions  = "Permissions"
 )
 
 // criteria is the registry, sorted by ID (a test keeps it so).
@@ -143,6 +146,14 @@ var criteria = []Criterion{
 			return len(m.Provides.Operations) > 0 || len(m.Provides.Executors) > 0
 		}),
 		Check: conformance.CheckPackageCancellation,
+	},
+	{
+		ID:      "checks/shape",
+		Title:   "Doctor checks answer a known shape",
+		Checks:  "check.run answers {ok, detail} or a full check whose status is ok, info, warn or fail and whose code matches [a-z][a-z0-9_]*, never a mix of the two",
+		Section: sectionDoctor,
+		Applies: declares("the manifest declares no doctor check", func(m *protocol.Manifest) bool { return len(m.Provides.Checks) > 0 }),
+		Check:   conformance.CheckPackageChecks,
 	},
 	{
 		ID:      "emissions/atomic",
@@ -232,6 +243,13 @@ var criteria = []Criterion{
 		Check:   conformance.CheckPackageShutdown,
 	},
 	{
+		ID:      "lifecycle/sigterm",
+		Title:   "Exit on SIGTERM",
+		Checks:  "after its handshake the package exits within 5 s of SIGTERM, which the host sends once shutdown's grace has passed",
+		Section: sectionLifecycle,
+		Check:   conformance.CheckPackageSigterm,
+	},
+	{
 		ID:      "lifecycle/stdin-eof",
 		Title:   "Exit on stdin EOF",
 		Checks:  "the package exits on its own when its stdin reaches EOF, so a crashed host leaves no orphan",
@@ -266,6 +284,13 @@ var criteria = []Criterion{
 		Section: sectionOperations,
 		Applies: declaresHandler,
 		Check:   conformance.CheckPackageOperationsIdempotent,
+	},
+	{
+		ID:      "permissions/declared",
+		Title:   "Only enabled host methods called",
+		Checks:  "over the whole run so far, with every declared surface exercised, the package never calls a host method its manifest does not enable (no call the host answers undeclared)",
+		Section: sectionPermissions,
+		Check:   conformance.CheckPackagePermissions,
 	},
 	{
 		ID:      "routes/display",
@@ -320,12 +345,52 @@ var criteria = []Criterion{
 		Check:   conformance.CheckPackageSchemasCurrent,
 	},
 	{
+		ID:      "tasks/interval",
+		Title:   "Tasks finish within their interval",
+		Checks:  "task.run of each declared task answers within the task's interval, before the host's next run of it is due",
+		Section: sectionLifecycle,
+		Applies: declares("the manifest declares no task", func(m *protocol.Manifest) bool { return len(m.Provides.Tasks) > 0 }),
+		Check:   conformance.CheckPackageTasks,
+	},
+	{
 		ID:      "transactions/deadline",
 		Title:   "In-transaction methods within 250 ms",
-		Checks:  "recurrence.next, work_kind.trigger, dependency.filter and emit.commit answer within the 250 ms in-transaction deadline (a miss is tried again twice, as the host retries the transaction) and make no callback while they run",
+		Checks:  "recurrence.next, work_kind.trigger, dependency.filter and emit.commit answer within the 250 ms in-transaction deadline (a miss is tried again twice, as the host retries the transaction), make no callback while they run, and answer the same input the same way twice",
 		Section: sectionTransactions,
 		Applies: declares("the manifest declares no in-transaction method (no recurrence, work-kind trigger, dependency filter or emit commit)", declaresInTransaction),
 		Check:   conformance.CheckPackageInTransactionDeadline,
+	},
+	{
+		ID:      "validate/answers",
+		Title:   "Validate answers every declared type",
+		Checks:  "validate answers for each declared extension type, connection type, route (and binding) and executor; a refusal is one line that never echoes a config value, and a binding's at most 300 bytes",
+		Section: sectionDoctor,
+		Applies: declares("the manifest declares no type to validate (no extension type, connection type, route or executor)", func(m *protocol.Manifest) bool {
+			p := m.Provides
+			return len(p.Extensions)+len(p.Connections)+len(p.Routes)+len(p.Executors) > 0
+		}),
+		Check: conformance.CheckPackageValidate,
+	},
+	{
+		ID:      "wire/initialize-first",
+		Title:   "Nothing served before initialize",
+		Checks:  "before initialize, configure, validate, every host-to-extension method the manifest enables and shutdown are each refused; initialize and configure then succeed",
+		Section: sectionLifecycle,
+		Check:   conformance.CheckPackageInitializeFirst,
+	},
+	{
+		ID:      "wire/malformed-closes",
+		Title:   "Malformed input closes the connection",
+		Checks:  "a line that is not JSON, and a request longer than 16 MiB, are each a protocol error: the package exits within 5 s of either",
+		Section: sectionWire,
+		Check:   conformance.CheckPackageMalformedInput,
+	},
+	{
+		ID:      "wire/method-not-found",
+		Title:   "Unknown method answered -32601",
+		Checks:  "a method no catalogue holds is refused with JSON-RPC -32601 on the wire, and the package keeps serving",
+		Section: sectionWire,
+		Check:   conformance.CheckPackageMethodNotFound,
 	},
 }
 

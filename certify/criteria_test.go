@@ -52,11 +52,14 @@ func TestRegistryCoversTheRules(t *testing.T) {
 		"kv/scoping", "kv/atomicity", "emissions/atomic", "emissions/idempotent", "routes/pure",
 		"routes/display", "routes/samples", "operations/idempotent", "schemas/current-version",
 		"executor/lifecycle", "executor/controls", "transactions/deadline", "cancellation/honoured",
+		// Criteria version 2.
+		"wire/method-not-found", "wire/initialize-first", "wire/malformed-closes", "lifecycle/sigterm",
+		"checks/shape", "tasks/interval", "validate/answers", "permissions/declared",
 	} {
 		_, ok := certify.Lookup(id)
 		assert.True(t, ok, id)
 	}
-	assert.Equal(t, 1, certify.CriteriaVersion)
+	assert.Equal(t, 2, certify.CriteriaVersion)
 }
 
 // Each criterion but manifest/valid has its own conformance check in its

@@ -6,3 +6,6 @@ func BreakRunner(sabotage func(*Result)) (restore func()) {
 	testHook = func(r *runner) { r.sabotage = sabotage }
 	return func() { testHook = nil }
 }
+
+// Coverage is coverage, for its unit test.
+var Coverage = coverage

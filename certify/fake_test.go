@@ -254,6 +254,11 @@ type parsedJSON struct {
 			Stderr string            `json:"stderr"`
 		} `json:"evidence"`
 	} `json:"criteria"`
+	Uncovered []struct {
+		Surface string `json:"surface"`
+		Method  string `json:"method"`
+		Reason  string `json:"reason"`
+	} `json:"uncovered"`
 }
 
 type parsedJUnit struct {
@@ -363,8 +368,17 @@ func checkHonest(cs []certify.Criterion, m *protocol.Manifest, selected *regexp.
 	}
 
 	junitState := map[string]string{}
-	var jf, je, js int
+	var jf, je, js, uncovered int
 	for _, c := range suite.Cases {
+		if c.Classname == "certify.uncovered" {
+			// A declared surface no criterion exercised: stated as skipped.
+			uncovered++
+			if c.Skipped == nil || c.Skipped.Type != "uncovered" || c.Failure != nil || c.Error != nil {
+				fail("JUnit %s is not skipped as uncovered", c.Name)
+			}
+			js++
+			continue
+		}
 		n := 0
 		state := "pass"
 		if c.Failure != nil {
@@ -408,8 +422,16 @@ func checkHonest(cs []certify.Criterion, m *protocol.Manifest, selected *regexp.
 	if strings.Join(progressIDs, " ") != strings.Join(want, " ") {
 		fail("progress reports %v, want %v in order", progressIDs, want)
 	}
-	if len(j.Criteria) != len(want) || len(suite.Cases) != len(want) {
-		fail("JSON reports %d criteria and JUnit %d, want %d", len(j.Criteria), len(suite.Cases), len(want))
+	if len(j.Criteria) != len(want) || len(suite.Cases)-uncovered != len(want) {
+		fail("JSON reports %d criteria and JUnit %d, want %d", len(j.Criteria), len(suite.Cases)-uncovered, len(want))
+	}
+	if j.Summary["uncovered"] != len(j.Uncovered) || uncovered != len(j.Uncovered) {
+		fail("uncovered: the JSON summary counts %d, JSON lists %d, JUnit %d", j.Summary["uncovered"], len(j.Uncovered), uncovered)
+	}
+	for _, u := range j.Uncovered {
+		if u.Surface == "" || u.Method == "" || u.Reason == "" {
+			fail("JSON uncovered %+v lacks its surface, method or reason", u)
+		}
 	}
 	wordOf := map[string]string{"pass": "PASS", "fail": "FAIL", "skip": "SKIP", "harness_error": "ERROR", "not_run": "NOT RUN"}
 	wantExit := 0

@@ -105,6 +105,8 @@ var (
 	_ Package                   = (*hostPackage)(nil)
 	_ conformance.PackageDriver = (*hostPackage)(nil)
 	_ conformance.RawPackage    = (*spareProcess)(nil)
+	_ conformance.RawStdin      = (*spareProcess)(nil)
+	_ conformance.Signaller     = (*spareProcess)(nil)
 	_ conformance.InputSource   = (*hostPackage)(nil)
 )
 
@@ -401,8 +403,18 @@ func (s *spareProcess) Notify(ctx context.Context, method string, params any) er
 	return s.conn.Notify(ctx, method, params)
 }
 
-func (s *spareProcess) CloseStdin() error       { return s.stdin.Close() }
-func (s *spareProcess) Exited() <-chan struct{} { return s.exited }
+func (s *spareProcess) CloseStdin() error { return s.stdin.Close() }
+
+// WriteStdin writes b to the process's stdin as it is, past the wire tap
+// (conformance.RawStdin): a malformed line is no message to record.
+func (s *spareProcess) WriteStdin(b []byte) error {
+	_, err := s.stdin.Write(b)
+	return err
+}
+
+// Signal signals the process itself, not its group (conformance.Signaller).
+func (s *spareProcess) Signal(sig os.Signal) error { return s.cmd.Process.Signal(sig) }
+func (s *spareProcess) Exited() <-chan struct{}    { return s.exited }
 
 func (s *spareProcess) Kill() error {
 	s.once.Do(func() {

@@ -121,7 +121,7 @@ func TestMainUsageErrors(t *testing.T) {
 		{[]string{"--json", minimalDir, minimalDir}, "is a directory"},
 		{[]string{"--junit", filepath.Join(dir, "absent", "r.xml"), minimalDir}, "cannot be written"},
 		{[]string{"--trace", filepath.Join(dir, "absent", "t.jsonl"), minimalDir}, "cannot be written"},
-		{[]string{"--json", "-", "--trace", "-", minimalDir}, "only one of --json, --junit and --trace"},
+		{[]string{"--json", "-", "--trace", "-", minimalDir}, "only one of --json, --junit, --trace and --faults-json"},
 		{[]string{"--timeout", "0s", minimalDir}, "--timeout must be positive"},
 		{[]string{"--bogus", minimalDir}, "flag provided but not defined: -bogus"},
 	}
@@ -169,7 +169,7 @@ func TestMainList(t *testing.T) {
 	// each applies.
 	code, out, _ = command(t, certify.Command{}, "--list", "--run", "^routes/", minimalDir)
 	assert.Equal(t, certify.ExitOK, code)
-	assert.Contains(t, out, "criteria version 1: 3 criteria\n")
+	assert.Contains(t, out, "criteria version 2: 3 criteria\n")
 	assert.Contains(t, out, "    applies: no, the manifest declares no route handler\n")
 	assert.NotContains(t, out, "kv/scoping")
 	code, out, _ = command(t, certify.Command{}, "--list", "--run", "^manifest/", fullDir)
@@ -205,7 +205,7 @@ func TestMainSummaryCountsOneCriterion(t *testing.T) {
 	assert.Equal(t, certify.ExitOK, code)
 	assert.Contains(t, out, "\n1 criterion: 1 pass, 0 fail")
 	_, out, _ = command(t, certify.Command{Criteria: []certify.Criterion{criterion("a/pass", passes)}}, "--list")
-	assert.Contains(t, out, "criteria version 1: 1 criterion\n")
+	assert.Contains(t, out, "criteria version 2: 1 criterion\n")
 }
 
 // - writes a report to standard output, which then holds nothing else:

@@ -25,17 +25,43 @@ import (
 // criterion it is built to fail. Every other package there, like the
 // bundled notes and runner, must pass everything that applies to it.
 var weakened = map[string]string{
-	"weak-blind-retry":      "kv/atomicity",
-	"weak-hang-in-tx":       "transactions/deadline",
-	"weak-ignore-cancel":    "cancellation/honoured",
-	"weak-refuse-input":     "operations/idempotent",
-	"weak-ignore-eof":       "lifecycle/stdin-eof",
-	"weak-impure-route":     "routes/pure",
-	"weak-nonatomic-emit":   "emissions/atomic",
-	"weak-nonidempotent-op": "operations/idempotent",
-	"weak-stray-stdout":     "lifecycle/stdout-hygiene",
-	"weak-unscoped-kv":      "kv/scoping",
+	"weak-blind-retry":       "kv/atomicity",
+	"weak-check-shape":       "checks/shape",
+	"weak-drifting-next":     "transactions/deadline",
+	"weak-echo-validate":     "validate/answers",
+	"weak-hang-in-tx":        "transactions/deadline",
+	"weak-ignore-cancel":     "cancellation/honoured",
+	"weak-ignore-eof":        "lifecycle/stdin-eof",
+	"weak-ignore-sigterm":    "lifecycle/sigterm",
+	"weak-impure-route":      "routes/pure",
+	"weak-lenient-reader":    "wire/malformed-closes",
+	"weak-nonatomic-emit":    "emissions/atomic",
+	"weak-nonidempotent-op":  "operations/idempotent",
+	"weak-refuse-input":      "operations/idempotent",
+	"weak-serve-before-init": "wire/initialize-first",
+	"weak-slow-task":         "tasks/interval",
+	"weak-stray-stdout":      "lifecycle/stdout-hygiene",
+	"weak-undeclared-call":   "permissions/declared",
+	"weak-unknown-method":    "wire/method-not-found",
+	"weak-unscoped-kv":       "kv/scoping",
 }
+
+// mustPass lists, for each good package, the criteria that must run and
+// pass on it: every criterion that applies to what it declares and finds
+// something to check.
+var mustPass = func() map[string][]string {
+	lifecycle := []string{"lifecycle/crash-restart", "lifecycle/handshake", "lifecycle/manifest-match", "lifecycle/shutdown",
+		"lifecycle/sigterm", "lifecycle/stdin-eof", "lifecycle/stdout-hygiene", "lifecycle/version-mismatch", "manifest/valid",
+		"permissions/declared", "validate/answers", "wire/initialize-first", "wire/malformed-closes", "wire/method-not-found"}
+	return map[string][]string{
+		"notes": append([]string{"cancellation/honoured", "checks/shape", "emissions/atomic", "emissions/idempotent", "kv/atomicity",
+			"kv/scoping", "operations/idempotent", "routes/display", "routes/pure", "routes/samples", "schemas/current-version",
+			"tasks/interval", "transactions/deadline"}, lifecycle...),
+		"runner": append([]string{"cancellation/honoured", "executor/controls", "executor/lifecycle"}, lifecycle...),
+		"pynotes": append([]string{"cancellation/honoured", "kv/atomicity", "kv/scoping", "operations/idempotent", "routes/display",
+			"routes/pure"}, lifecycle...),
+	}
+}()
 
 // testPackages are the package directories under testdata/extensions, by
 // name: every directory holding a manifest.
@@ -137,7 +163,9 @@ func TestNegativeControls(t *testing.T) {
 
 			want := weakened[name]
 			var failed, broken []string
+			status := map[string]certify.Status{}
 			for _, c := range report.Criteria {
+				status[c.ID] = c.Status
 				switch c.Status {
 				case certify.StatusFail:
 					failed = append(failed, c.ID)
@@ -146,6 +174,9 @@ func TestNegativeControls(t *testing.T) {
 				}
 			}
 			assert.Empty(t, broken, "harness errors\n%s", stdout)
+			for _, id := range mustPass[name] {
+				assert.Equal(t, certify.StatusPass, status[id], "%s must run and pass\n%s", id, stdout)
+			}
 			if want == "" {
 				assert.Empty(t, failed, "a good package failed\n%s", stdout)
 				assert.Equal(t, certify.ExitOK, code, "exit status\n%s", stdout)

@@ -33,8 +33,11 @@ type Report struct {
 	Duration time.Duration
 	// Results holds one result per selected criterion, in run order.
 	Results []Result
-	// Summary counts the results.
+	// Summary counts the results, and the uncovered surfaces.
 	Summary Summary
+	// Uncovered lists each surface the manifest declares that no criterion
+	// of the run exercised.
+	Uncovered []Uncovered
 	// StateDir is the kept temporary state directory ("" when removed).
 	StateDir string
 	// Trace is the wire transcript the package recorded (--trace).
@@ -88,6 +91,9 @@ type Summary struct {
 	NotRun       int `json:"not_run"`
 	KnownFailure int `json:"known_failure"`
 	Stale        int `json:"stale"`
+	// Uncovered counts the declared surfaces no criterion exercised
+	// (Report.Uncovered); Summarize leaves it to the run.
+	Uncovered int `json:"uncovered"`
 }
 
 // Summarize counts results.
@@ -181,8 +187,18 @@ func (r Report) Check() error {
 			errs = append(errs, fmt.Errorf("%s: baseline status %q with status %s", at, res.Baseline, res.Status))
 		}
 	}
-	if got := Summarize(r.Results); got != r.Summary {
+	got := Summarize(r.Results)
+	got.Uncovered = r.Summary.Uncovered
+	if got != r.Summary {
 		errs = append(errs, fmt.Errorf("the summary %+v does not count the results %+v", r.Summary, got))
+	}
+	if r.Summary.Uncovered != len(r.Uncovered) {
+		errs = append(errs, fmt.Errorf("the summary counts %d uncovered surface(s), the report lists %d", r.Summary.Uncovered, len(r.Uncovered)))
+	}
+	for i, u := range r.Uncovered {
+		if u.Surface == "" || u.Method == "" || u.Reason == "" {
+			errs = append(errs, fmt.Errorf("uncovered surface %d (%s) lacks its surface, method or reason", i, u.Surface))
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -349,6 +365,12 @@ func WriteSummary(w io.Writer, r Report) {
 		fmt.Fprintf(w, " (baseline: %d known failure, %d stale)", s.KnownFailure, s.Stale)
 	}
 	fmt.Fprintf(w, " in %s\n", formatDuration(r.Duration))
+	if len(r.Uncovered) > 0 {
+		fmt.Fprintf(w, "%s uncovered: declared, but no criterion exercised them\n", plural(len(r.Uncovered), "surface", "surfaces"))
+		for _, u := range r.Uncovered {
+			fmt.Fprintf(w, "  UNCOVERED %s (%s): %s\n", printable(u.Surface), u.Method, u.Reason)
+		}
+	}
 	if r.StateDir != "" {
 		fmt.Fprintf(w, "state directory kept: %s\n", r.StateDir)
 	}
@@ -375,6 +397,7 @@ type jsonReport struct {
 	DurationMS      int64              `json:"duration_ms"`
 	Summary         Summary            `json:"summary"`
 	Criteria        []jsonResult       `json:"criteria"`
+	Uncovered       []Uncovered        `json:"uncovered"`
 	StateDir        string             `json:"state_dir,omitempty"`
 }
 
@@ -403,6 +426,7 @@ func WriteJSON(w io.Writer, r Report) error {
 		DurationMS:      r.Duration.Milliseconds(),
 		Summary:         r.Summary,
 		Criteria:        make([]jsonResult, 0, len(r.Results)),
+		Uncovered:       append([]Uncovered{}, r.Uncovered...),
 		StateDir:        r.StateDir,
 	}
 	for _, res := range r.Results {
@@ -517,6 +541,13 @@ func WriteJUnit(w io.Writer, r Report) error {
 			suite.Skipped++
 		}
 		suite.Cases = append(suite.Cases, c)
+	}
+	// A declared surface no criterion exercised reads as skipped, so a CI
+	// dashboard shows what the certification did not look at.
+	for _, u := range r.Uncovered {
+		suite.Cases = append(suite.Cases, junitCase{Name: "uncovered: " + u.Surface, Classname: "certify.uncovered", Time: seconds(0),
+			Skipped: &junitProblem{Type: "uncovered", Message: u.Method + ": " + u.Reason}})
+		suite.Skipped++
 	}
 	suite.Tests = len(suite.Cases)
 	doc := junitSuites{Name: "open-conduit extension certify", Tests: suite.Tests, Failures: suite.Failures,

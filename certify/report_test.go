@@ -56,7 +56,7 @@ func sampleReport() certify.Report {
 		{ID: "transactions/deadline", Title: "In-transaction methods within 250 ms", Section: "Transactions and in-transaction calls",
 			Status: certify.StatusHarnessError, Duration: time.Millisecond, Detail: "the in-transaction deadline suite is not wired into certify yet"},
 	}
-	return certify.Report{
+	r := certify.Report{
 		CriteriaVersion: certify.CriteriaVersion,
 		Package:         certify.PackageInfo{Dir: "extensions/full", Name: "full", Version: "1.2.3", Protocol: []protocol.Version{1}},
 		HostProtocol:    []protocol.Version{1},
@@ -65,7 +65,11 @@ func sampleReport() certify.Report {
 		Duration:        1234 * time.Millisecond,
 		Results:         results,
 		Summary:         certify.Summarize(results),
+		Uncovered: []certify.Uncovered{{Surface: "ingress reconcile full", Method: "ingress.reconcile",
+			Reason: "no criterion of criteria version 2 called it in this run"}},
 	}
+	r.Summary.Uncovered = len(r.Uncovered)
+	return r
 }
 
 func TestReportGoldens(t *testing.T) {
@@ -99,14 +103,14 @@ func TestJUnitShape(t *testing.T) {
 	require.Len(t, x.Suites, 1)
 	s := x.Suites[0]
 	assert.Equal(t, "certify full", s.Name)
-	assert.Equal(t, []int{6, 2, 1, 2}, []int{s.Tests, s.Failures, s.Errors, s.Skipped})
+	assert.Equal(t, []int{7, 2, 1, 3}, []int{s.Tests, s.Failures, s.Errors, s.Skipped}, "six criteria and one uncovered surface")
 	assert.Equal(t, "1.234", s.Time)
 	assert.Equal(t, "2026-11-30T05:00:00Z", s.Timestamp)
 	props := map[string]string{}
 	for _, p := range s.Properties {
 		props[p.Name] = p.Value
 	}
-	assert.Equal(t, map[string]string{"criteria_version": "1", "package": "full", "package_version": "1.2.3", "protocol_version": "1"}, props)
+	assert.Equal(t, map[string]string{"criteria_version": "2", "package": "full", "package_version": "1.2.3", "protocol_version": "1"}, props)
 
 	byName := map[string]int{}
 	for i, c := range s.Cases {
@@ -133,6 +137,10 @@ func TestJUnitShape(t *testing.T) {
 	harness := s.Cases[byName["transactions/deadline"]]
 	require.NotNil(t, harness.Error)
 	assert.Equal(t, "harness_error", harness.Error.Type)
+	uncovered := s.Cases[byName["uncovered: ingress reconcile full"]]
+	assert.Equal(t, "certify.uncovered", uncovered.Classname)
+	require.NotNil(t, uncovered.Skipped)
+	assert.Equal(t, "uncovered", uncovered.Skipped.Type)
 	pass := s.Cases[byName["kv/scoping"]]
 	assert.Nil(t, pass.Failure)
 	assert.Nil(t, pass.Error)
@@ -143,7 +151,7 @@ func TestJSONShape(t *testing.T) {
 	out := render(t, sampleReport(), "")
 	var j parsedJSON
 	require.NoError(t, json.Unmarshal(out.json, &j))
-	assert.Equal(t, 1, j.CriteriaVersion)
+	assert.Equal(t, 2, j.CriteriaVersion)
 	assert.Equal(t, "full", j.Package.Name)
 	assert.Equal(t, "1.2.3", j.Package.Version)
 	assert.Equal(t, []int{1}, j.Package.Protocol)
@@ -159,7 +167,7 @@ func TestJSONShape(t *testing.T) {
 	assert.Len(t, h.Evidence.Wire, 2)
 	assert.Equal(t, "known_failure", j.Criteria[2].Baseline)
 	assert.Equal(t, "stale", j.Criteria[3].Baseline)
-	assert.Equal(t, map[string]int{"pass": 2, "fail": 2, "skip": 1, "harness_error": 1, "not_run": 0, "known_failure": 1, "stale": 1}, j.Summary)
+	assert.Equal(t, map[string]int{"pass": 2, "fail": 2, "skip": 1, "harness_error": 1, "not_run": 0, "known_failure": 1, "stale": 1, "uncovered": 1}, j.Summary)
 }
 
 func TestReportCheck(t *testing.T) {
@@ -176,12 +184,16 @@ func TestReportCheck(t *testing.T) {
 		"known failure that passed": func(r *certify.Report) {
 			r.Results[0].Baseline = certify.BaselineKnownFailure
 			r.Summary = certify.Summarize(r.Results)
+			r.Summary.Uncovered = len(r.Uncovered)
 		},
 		"stale failure": func(r *certify.Report) {
 			r.Results[1].Baseline = certify.BaselineStale
 			r.Summary = certify.Summarize(r.Results)
+			r.Summary.Uncovered = len(r.Uncovered)
 		},
-		"a skip that ran": func(r *certify.Report) { r.Results[4].Duration = time.Second },
+		"a skip that ran":                  func(r *certify.Report) { r.Results[4].Duration = time.Second },
+		"an uncovered surface not counted": func(r *certify.Report) { r.Summary.Uncovered = 0 },
+		"an uncovered surface unexplained": func(r *certify.Report) { r.Uncovered[0].Reason = "" },
 	}
 	for name, brk := range breaks {
 		r := sampleReport()

@@ -170,6 +170,8 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	}
 	report.Duration = r.now().Sub(report.Started)
 	report.Summary = Summarize(report.Results)
+	report.Uncovered = coverage(s.manifest, report.Trace, cfg.Select != nil)
+	report.Summary.Uncovered = len(report.Uncovered)
 	if err := report.Check(); err != nil {
 		return report, fmt.Errorf("certify: the report is inconsistent: %w", err)
 	}

@@ -17,6 +17,7 @@ type PackageCheck struct {
 func PackageChecks() []PackageCheck {
 	return []PackageCheck{
 		{"cancellation", CheckPackageCancellation},
+		{"checks", CheckPackageChecks},
 		{"emissions_atomic", CheckPackageEmissionsAtomic},
 		{"emissions_idempotent", CheckPackageEmissionsIdempotent},
 		{"executor_controls", CheckPackageExecutorControls},
@@ -27,15 +28,22 @@ func PackageChecks() []PackageCheck {
 		{"handshake", CheckPackageHandshake},
 		{"manifest_match", CheckPackageManifestMatch},
 		{"shutdown", CheckPackageShutdown},
+		{"sigterm", CheckPackageSigterm},
 		{"stdin_eof", CheckPackageStdinEOF},
 		{"stdout_hygiene", CheckPackageStdoutHygiene},
 		{"version_mismatch", CheckPackageVersionMismatch},
 		{"operations_idempotent", CheckPackageOperationsIdempotent},
+		{"permissions", CheckPackagePermissions},
 		{"routes_display", CheckPackageRoutesDisplay},
 		{"routes_pure", CheckPackageRoutesPure},
 		{"route_samples", CheckPackageRouteSamples},
 		{"schemas_current", CheckPackageSchemasCurrent},
+		{"tasks", CheckPackageTasks},
 		{"in_transaction_deadline", CheckPackageInTransactionDeadline},
+		{"validate", CheckPackageValidate},
+		{"initialize_first", CheckPackageInitializeFirst},
+		{"malformed_input", CheckPackageMalformedInput},
+		{"method_not_found", CheckPackageMethodNotFound},
 	}
 }
 

@@ -485,7 +485,9 @@ var InTransactionAttempts = 3
 // CheckPackageInTransactionDeadline makes each in-transaction call the
 // manifest declares: each must answer within protocol.InTransactionDeadline
 // (in one of InTransactionAttempts attempts) and never call the host while
-// it runs. A package left stuck in a call is restarted.
+// it runs, and, asked again with the same input, answer the same (the
+// host may retry the transaction). A package left stuck in a call is
+// restarted.
 func CheckPackageInTransactionDeadline(ctx context.Context, d PackageDriver) error {
 	calls := inTxCalls(ctx, d)
 	var errs []error
@@ -503,9 +505,11 @@ func CheckPackageInTransactionDeadline(ctx context.Context, d PackageDriver) err
 	}
 	for _, c := range calls {
 		var missed []time.Duration
+		var answer json.RawMessage // the first in-time answer
 		for range InTransactionAttempts {
 			cctx, cancel := context.WithTimeout(ctx, protocol.InTransactionDeadline)
-			t := observe(cctx, d, c.method, c.params, c.result)
+			var raw json.RawMessage
+			t := observe(cctx, d, c.method, c.params, &raw)
 			cancel()
 			if cbs := callbacks(t.during); len(cbs) > 0 {
 				errs = append(errs, fmt.Errorf("%s: %s called the host inside the transaction: %s", c.what, c.method, describeCallbacks(cbs)))
@@ -516,6 +520,7 @@ func CheckPackageInTransactionDeadline(ctx context.Context, d PackageDriver) err
 			}
 			if !errors.Is(t.err, context.DeadlineExceeded) && t.elapsed <= protocol.InTransactionDeadline {
 				missed = nil
+				answer = answerOf(raw, t.err)
 				break
 			}
 			missed = append(missed, t.elapsed)
@@ -531,9 +536,26 @@ func CheckPackageInTransactionDeadline(ctx context.Context, d PackageDriver) err
 		if len(missed) > 0 {
 			errs = append(errs, fmt.Errorf("%s: %s did not answer within the in-transaction deadline of %v in %d attempts",
 				c.what, c.method, protocol.InTransactionDeadline, len(missed)))
+			continue
+		}
+		// Pure and deterministic: the host may run the transaction again,
+		// so the same input must get the same answer.
+		var raw json.RawMessage
+		err := d.Call(ctx, c.method, c.params, &raw)
+		if again := answerOf(raw, err); !sameJSON(answer, again) {
+			errs = append(errs, fmt.Errorf("%s: %s answered the same input differently: %s, then %s",
+				c.what, c.method, clip(string(answer), 200), clip(string(again), 200)))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// answerOf is a call's answer for comparing: its result, or its error code.
+func answerOf(raw json.RawMessage, err error) json.RawMessage {
+	if err != nil {
+		return json.RawMessage(fmt.Sprintf("%q", "error: "+protocol.CodeOf(err)))
+	}
+	return raw
 }
 
 // writtenSchemas lists each payload schema the wire shows the package

@@ -21,6 +21,7 @@ import sys
 
 NAME = "pynotes"
 PROTOCOL_VERSIONS = [1]
+MAX_MESSAGE_BYTES = 16 << 20  # one line at most; a longer one closes the connection
 NOTE_SCHEMA = "pynotes.note.v1"
 NAMESPACE = "pynotes"
 
@@ -72,11 +73,14 @@ class Transport:
         self.outfile.flush()
 
     def read(self):
-        """The next message, or None at end of input."""
+        """The next message, or None at end of input. A line longer than
+        MAX_MESSAGE_BYTES is a protocol error, as invalid JSON is."""
         while True:
-            line = self.infile.readline()
+            line = self.infile.readline(MAX_MESSAGE_BYTES + 2)
             if not line:
                 return None
+            if len(line.rstrip(b"\r\n")) > MAX_MESSAGE_BYTES:
+                raise ValueError("a line longer than %d bytes" % MAX_MESSAGE_BYTES)
             line = line.strip()
             if line:
                 return json.loads(line)
@@ -139,6 +143,7 @@ class Extension:
             "configure": self.configure,
             "route.match": self.route_match,
             "operation.call": self.operation_call,
+            "validate": self.validate,
             "shutdown": lambda params: {},
         }.get(method)
         if handler is None:
@@ -162,6 +167,21 @@ class Extension:
             raise Refusal("kv_downgrade", "the stored KV layout is newer than this release's")
         self.entries = [e for e in params.get("entries") or [] if e.get("type") == NAME]
         return {}
+
+    def validate(self, params):
+        """An entry or a route of pynotes takes no settings: its config is
+        an empty object. A refusal names the rule, never a value."""
+        kind, typ = params.get("kind"), params.get("type")
+        if kind not in ("extension", "route") or typ != NAME:
+            raise Refusal("undeclared", "%s %r is not a type pynotes declares" % (clip(str(kind), 40), clip(str(typ), 60)))
+        config = params.get("config")
+        if config is None:
+            config = {}
+        if not isinstance(config, dict):
+            raise Refusal("invalid", "the config of a pynotes %s must be a JSON object" % kind)
+        if config:
+            raise Refusal("invalid", "a pynotes %s takes no settings: %d unknown field(s)" % (kind, len(config)))
+        return {"describe": ["notes of scope %s" % clip(str(params.get("scope_id")), 60)]}
 
     def route_match(self, params):
         if params.get("handler") != NAME:
@@ -265,8 +285,8 @@ def main():
         except EOFError:
             return 0
         transport.serving = None
-        if method == "shutdown":
-            return 0
+        if method == "shutdown" and extension.initialized:
+            return 0  # answered: shutdown before initialize was refused, and serving goes on
 
 
 if __name__ == "__main__":

@@ -12,7 +12,10 @@ What it does for a package:
   - initialize with version negotiation (refused with
     unsupported_protocol_version when no version is shared, and nothing
     else is valid before it succeeds), configure, shutdown (answer, then
-    exit), exit at end of stdin;
+    exit), exit at end of stdin, and a default validate that accepts any
+    object of a declared type;
+  - a line that is not JSON or is longer than MAX_MESSAGE_BYTES is a
+    protocol error: it is answered -32700 and the process exits;
   - dispatches requests by method to handlers; an unknown method is
     -32601, a Refusal is an authored error (-32000 with data.code), bad
     params are -32602, anything else -32603 internal with the traceback on
@@ -32,6 +35,7 @@ import sys
 import traceback
 
 PROTOCOL_VERSIONS = [1]
+MAX_MESSAGE_BYTES = 16 << 20  # one line at most; a longer one closes the connection
 MANIFEST_FILE = "open-conduit-extension.json"
 
 PARSE_ERROR = -32700
@@ -124,13 +128,16 @@ class Extension:
     def read(self):
         """The next message, or None at end of input."""
         while True:
-            line = self.stdin.readline()
+            line = self.stdin.readline(MAX_MESSAGE_BYTES + 2)
             if not line:
                 return None
+            too_long = len(line.rstrip(b"\r\n")) > MAX_MESSAGE_BYTES
             line = line.strip()
             if not line:
                 continue
             try:
+                if too_long:
+                    raise ValueError("a line longer than %d bytes" % MAX_MESSAGE_BYTES)
                 message = json.loads(line)
                 if not isinstance(message, dict):
                     raise ValueError("not a JSON object")
@@ -193,6 +200,23 @@ class Extension:
             return hook(params)
         return {}
 
+    def declared_types(self):
+        """The types validate answers for: extension and connection types,
+        route handlers and executors."""
+        p = self.manifest.get("provides") or {}
+        names = [x.get("type") for x in p.get("extensions") or []]
+        names += [x.get("type") for x in p.get("connections") or []]
+        names += [x.get("handler") for x in p.get("routes") or []]
+        names += [x.get("name") for x in p.get("executors") or []]
+        return names
+
+    def validate(self, params):
+        """The default validate: any object of a declared type is valid (a
+        test package has no settings to check); another type is undeclared."""
+        if params.get("type") not in self.declared_types():
+            raise Refusal("undeclared", "that type is not one %s declares" % self.name)
+        return {}
+
     def dispatch(self, method, params):
         if method == "initialize":
             if self.initialized:
@@ -207,6 +231,8 @@ class Extension:
         if method == "shutdown":
             self.shutting_down = True
             return {}
+        if method == "validate" and method not in self.handlers:
+            return self.validate(params)
         handler = self.handlers.get(method)
         if handler is None:
             raise LookupError(method)
