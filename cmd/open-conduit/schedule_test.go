@@ -65,6 +65,8 @@ func awaitJobRun(ctx context.Context, t *testing.T, c *client.Client, after int6
 		return true
 	})
 	require.NoError(t, err, "job tick ran %d times", n)
+	x := detail.Executions[n-1]
+	require.Equal(t, "succeeded", x.State, "run %d of job tick: %s", n, x.Error)
 	return detail
 }
 
