@@ -157,8 +157,8 @@ func checkChunkedUpload(ctx context.Context, _ *transport, s session) error {
 	}
 	_, digest := workload.Data(total, 1)
 	want := workload.CommitResult{Bytes: total, SHA256: digest}
-	if got != want {
-		return fmt.Errorf("the receiver committed %+v, want %+v", got, want)
+	if got.Bytes != want.Bytes || got.SHA256 != want.SHA256 {
+		return fmt.Errorf("the receiver committed %d bytes %s, want %d bytes %s", got.Bytes, got.SHA256, want.Bytes, want.SHA256)
 	}
 	return nil
 }

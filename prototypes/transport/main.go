@@ -5,7 +5,7 @@
 // seed's table with each transport's ratio to the others, measured in the
 // same run. -json writes the result file.
 //
-//	go run . [-json results.json] [-echoes 5000] [-checks=true]
+//	go run . [-json results.json] [-echoes 5000] [-checks=true] [-only jsonrpc,fullstack] [-cpuprofile FILE]
 package main
 
 import (
@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
@@ -27,8 +28,22 @@ func main() {
 	jsonPath := flag.String("json", "results.json", "write the results as JSON to this file (empty: none)")
 	echoN := flag.Int("echoes", 5000, "sequential echoes measured for p50 and p99")
 	runChecksFlag := flag.Bool("checks", true, "run the semantic checks")
+	only := flag.String("only", "", "comma-separated transports to run (default all)")
+	cpuProfile := flag.String("cpuprofile", "", "write the host side's CPU profile to this file; TRANSPORT_EXT_CPUPROFILE=FILE does the same for each ext-sdk process, as FILE.PID")
 	flag.Parse()
-	if err := run(*jsonPath, *echoN, *runChecksFlag); err != nil {
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "transport:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	if err := run(*jsonPath, *echoN, *runChecksFlag, *only); err != nil {
+		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "transport:", err)
 		os.Exit(1)
 	}
@@ -65,7 +80,7 @@ type CheckResult struct {
 	Failed map[string]string `json:"failed,omitempty"`
 }
 
-func run(jsonPath string, echoN int, doChecks bool) error {
+func run(jsonPath string, echoN int, doChecks bool, only string) error {
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "transport-bins-")
 	if err != nil {
@@ -81,6 +96,12 @@ func run(jsonPath string, echoN int, doChecks bool) error {
 	extensionLog = logFile
 	fmt.Fprintf(os.Stderr, "extensions' stderr goes to %s\n", logPath)
 	ts := transports()
+	if only != "" {
+		ts = slices.DeleteFunc(ts, func(t *transport) bool { return !slices.Contains(strings.Split(only, ","), t.name) })
+		if len(ts) == 0 {
+			return fmt.Errorf("-only %q names no transport", only)
+		}
+	}
 	built := map[string]string{}
 	for _, t := range ts {
 		if built[t.binary] == "" {

@@ -160,6 +160,7 @@ func (s *jsonrpcSession) upload(ctx context.Context, total, chunk int, seed byte
 func uploadChunks(ctx context.Context, call func(context.Context, string, any, any) error, total, chunk int, seed byte) (workload.CommitResult, error) {
 	data, digest := workload.Data(total, seed)
 	name := fmt.Sprintf("upload-%d", time.Now().UnixNano())
+	start := time.Now()
 	for off := 0; off < total; off += chunk {
 		var ack workload.ChunkAck
 		end := min(off+chunk, total)
@@ -170,8 +171,10 @@ func uploadChunks(ctx context.Context, call func(context.Context, string, any, a
 			return workload.CommitResult{}, fmt.Errorf("chunk at %d acknowledged %d bytes, want %d", off, ack.Bytes, end)
 		}
 	}
+	took := time.Since(start)
 	var res workload.CommitResult
 	err := call(ctx, workload.MethodChunkCommit, workload.CommitParams{Upload: name, Bytes: int64(total), SHA256: digest}, &res)
+	res.ChunksNanos = int64(took)
 	return res, err
 }
 
@@ -539,13 +542,14 @@ func (s *rawSession) upload(_ context.Context, total, chunk int, seed byte) (wor
 	data, digest := workload.Data(total, seed)
 	frame := make([]byte, chunk+1)
 	frame[0] = 'C'
+	start := time.Now()
 	for off := 0; off < total; off += chunk {
 		n := copy(frame[1:], data[off:min(off+chunk, total)])
 		if _, err := s.roundTrip(frame[:1+n]); err != nil {
 			return workload.CommitResult{}, err
 		}
 	}
-	return workload.CommitResult{Bytes: int64(total), SHA256: digest}, nil
+	return workload.CommitResult{Bytes: int64(total), SHA256: digest, ChunksNanos: int64(time.Since(start))}, nil
 }
 
 func (s *rawSession) hostCallbacks() int64                     { return 0 }

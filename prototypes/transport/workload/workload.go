@@ -110,6 +110,11 @@ type (
 	CommitResult struct {
 		Bytes  int64  `json:"bytes"`
 		SHA256 string `json:"sha256"`
+		// ChunksNanos is how long the writer took to have every chunk
+		// acknowledged, the commit left out (on the full stack it makes
+		// the blob durable: an fsync and a store transaction); the
+		// artifact figure is Bytes over it.
+		ChunksNanos int64 `json:"chunks_ns,omitempty"`
 	}
 	// UploadParams asks the full-stack extension to write an artifact of
 	// Bytes bytes of Data(Seed) in chunks of Chunk to the host.

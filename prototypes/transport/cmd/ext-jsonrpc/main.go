@@ -1,5 +1,8 @@
 // Command ext-jsonrpc serves the workload over bare protocol/jsonrpc on its
 // stdio: the project's transport with nothing of the SDK.
+//
+// TRANSPORT_WEAKEN=NAME makes it break one promise (overjsonrpc.Weakenings),
+// for the negative controls of the semantic checks.
 package main
 
 import (
@@ -11,13 +14,17 @@ import (
 )
 
 func main() {
+	weaken := os.Getenv(overjsonrpc.WeakenEnv)
 	// Stray prints must not reach the protocol stream.
 	out := os.Stdout
-	os.Stdout = os.Stderr
+	if weaken != "stdout_unmoved" {
+		os.Stdout = os.Stderr
+	}
 	p := &workload.Peer{Stdout: os.Stdout, Crash: workload.CrashNow}
-	conn := jsonrpc.NewConn(os.Stdin, out, overjsonrpc.Methods(p), &jsonrpc.Options{
+	conn := jsonrpc.NewConn(os.Stdin, out, overjsonrpc.Weaken(overjsonrpc.Methods(p), weaken), &jsonrpc.Options{
 		DecodeError: overjsonrpc.DecodeError,
 		ReuseParams: true,
+		Inline:      overjsonrpc.Inline,
 	})
 	<-conn.Done()
 }

@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"strconv"
+	"time"
 
 	"github.com/open-conduit/open-conduit/protocol"
 	"github.com/open-conduit/open-conduit/protocol/sdk"
@@ -75,6 +77,7 @@ func main() {
 		if err != nil {
 			return nil, err
 		}
+		start := time.Now()
 		for off := 0; off < len(data); off += u.Chunk {
 			if _, err := w.Write(data[off:min(off+u.Chunk, len(data))]); err != nil {
 				return nil, err
@@ -83,11 +86,12 @@ func main() {
 				return nil, err
 			}
 		}
+		took := time.Since(start)
 		res, err := w.Commit()
 		if err != nil {
 			return nil, err
 		}
-		return workload.CommitResult{Bytes: res.Size, SHA256: res.SHA256}, nil
+		return workload.CommitResult{Bytes: res.Size, SHA256: res.SHA256, ChunksNanos: int64(took)}, nil
 	})
 	ext := &sdk.Extension{
 		Manifest:   workload.Manifest,
@@ -104,7 +108,13 @@ func main() {
 			},
 		}},
 	}
+	if path := os.Getenv("TRANSPORT_EXT_CPUPROFILE"); path != "" {
+		if f, err := os.Create(fmt.Sprintf("%s.%d", path, os.Getpid())); err == nil && pprof.StartCPUProfile(f) == nil {
+			defer pprof.StopCPUProfile()
+		}
+	}
 	if err := sdk.Serve(ext); err != nil {
+		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
