@@ -164,12 +164,14 @@ var failures = []failure{
 		limits: func(l *invoke.Limits) { l.MaxStderrBytes = 0 }},
 	// It stops reading stdin before the call, whose params fill the pipe:
 	// the host's write must not block past the wall time.
-	{mode: "stop-reading", code: invoke.CodeTimeout, limits: func(l *invoke.Limits) { l.WallTimeMS = 300 },
+	{mode: "stop-reading", code: invoke.CodeTimeout, limits: func(l *invoke.Limits) { l.WallTimeMS = 1000 },
 		params: func() json.RawMessage {
 			return json.RawMessage(`{"blob":"` + strings.Repeat("b", 900<<10) + `","token":"` + canaryParam + `"}`)
 		}},
-	{mode: "hang", code: invoke.CodeTimeout, limits: func(l *invoke.Limits) { l.WallTimeMS = 300 }},
-	{mode: "ignore-eof", code: invoke.CodeTimeout, limits: func(l *invoke.Limits) { l.WallTimeMS = 300 }},
+	// A second: time enough for the exchange to reach the stage each mode
+	// misbehaves in on a loaded machine.
+	{mode: "hang", code: invoke.CodeTimeout, limits: func(l *invoke.Limits) { l.WallTimeMS = 1000 }},
+	{mode: "ignore-eof", code: invoke.CodeTimeout, limits: func(l *invoke.Limits) { l.WallTimeMS = 1000 }},
 	{mode: "exit", code: invoke.CodePluginFailed},
 	{mode: "app-error", code: invoke.CodePluginFailed},
 	{mode: "fail-after-shutdown", code: invoke.CodePluginFailed},
@@ -223,7 +225,9 @@ func TestInvokeReportsADetachedDescendantWithoutKillingIt(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "grandchild")
 	req.Env = append(req.Env, "INVOKE_CHILD_PIDFILE="+pidFile)
 	lim := fastLimits()
-	lim.WallTimeMS, lim.CleanupTimeMS = 400, 200
+	// The wall time must outlast the exchange on a loaded machine: the
+	// timeout is meant to come while the detached descendant holds stdout.
+	lim.WallTimeMS, lim.CleanupTimeMS = 3000, 200
 	_, err := invoke.Invoke(context.Background(), req, lim)
 
 	b, rerr := os.ReadFile(pidFile)
@@ -276,17 +280,26 @@ func TestInvokeReportsACleanupFailureAfterAnotherError(t *testing.T) {
 	signalled := 0
 	restore := invoke.SetKillGroup(func(int, syscall.Signal) error { signalled++; return syscall.EPERM })
 	defer restore()
+	// The first error is a cancellation during the call; then the group
+	// cannot be signalled, so the hanging child is not reaped either.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	req := childRequest(t, "hang")
+	req.Progress = func(stage string) {
+		if stage == "call" {
+			cancel()
+		}
+	}
 	lim := fastLimits()
-	lim.WallTimeMS, lim.CleanupTimeMS = 200, 200
-	_, err := invoke.Invoke(context.Background(), req, lim)
+	lim.CleanupTimeMS = 200
+	_, err := invoke.Invoke(ctx, req, lim)
 	pid := started(t, req)
 	require.NotZero(t, pid)
 	syscall.Kill(-pid, syscall.SIGKILL) // what the failed cleanup could not do
 
 	require.Error(t, err)
-	assert.Equal(t, invoke.CodeTimeout, invoke.CodeOf(err), "the first error keeps its code")
-	assert.ErrorIs(t, err, invoke.ErrTimeout)
+	assert.Equal(t, invoke.CodeCancelled, invoke.CodeOf(err), "the first error keeps its code")
+	assert.ErrorIs(t, err, invoke.ErrCancelled)
 	assert.ErrorIs(t, err, invoke.ErrCleanupFailed, "and the cleanup failure is reported too")
 	var e *invoke.Error
 	require.ErrorAs(t, err, &e)
