@@ -428,6 +428,9 @@ type ConfigView struct {
 type ConfigResult struct {
 	Valid       bool         `json:"valid"`
 	Diagnostics []Diagnostic `json:"diagnostics,omitempty"`
+	// Warnings (validate only) are what packages said about objects they
+	// accepted: settings that should change, which refuse nothing.
+	Warnings []Diagnostic `json:"warnings,omitempty"`
 	// Generation is the applied generation (apply only).
 	Generation *Generation `json:"generation,omitempty"`
 }

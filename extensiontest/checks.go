@@ -362,6 +362,51 @@ func (c doctorCheck) eval(ctx context.Context, v *view) (string, bool, error) {
 	return fmt.Sprintf("no doctor check %s (checks: %s)", c.name, strings.Join(names, ", ")), false, nil
 }
 
+// ExpectConfigWarning expects the running configuration, validated again,
+// to draw a package's warning at path (a JSON path such as
+// "$.scopes[0].entries[0]") whose message contains text.
+func ExpectConfigWarning(path, text string) Check { return warningCheck{path: path, text: text} }
+
+// ExpectNoConfigWarning expects no warning about the running
+// configuration.
+func ExpectNoConfigWarning() Check { return warningCheck{none: true} }
+
+type warningCheck struct {
+	path, text string
+	none       bool
+}
+
+func (c warningCheck) String() string {
+	if c.none {
+		return "no configuration warning"
+	}
+	return fmt.Sprintf("a configuration warning at %s saying %q", c.path, c.text)
+}
+
+func (c warningCheck) eval(ctx context.Context, v *view) (string, bool, error) {
+	doc, err := json.Marshal(v.h.cfg)
+	if err != nil {
+		return "", false, err
+	}
+	res, err := v.h.d.client.ValidateConfig(ctx, doc)
+	if err != nil {
+		return "", false, err
+	}
+	found := fmt.Sprintf("%d warnings", len(res.Warnings))
+	if len(res.Warnings) > 0 {
+		found += ":\n" + diagnosticLines(res.Warnings)
+	}
+	if c.none {
+		return found, len(res.Warnings) == 0, nil
+	}
+	for _, w := range res.Warnings {
+		if w.Path == c.path && strings.Contains(w.Message, c.text) {
+			return found, true, nil
+		}
+	}
+	return found, false, nil
+}
+
 // ExpectThat is a check of any condition: cond says what it found and
 // whether that holds. It is evaluated again at each change until it holds.
 func ExpectThat(what string, cond func(ctx context.Context, h *H) (found string, ok bool, err error)) Check {
@@ -466,7 +511,9 @@ func (h *H) collect(ctx context.Context, mark int64) *collector {
 		for attempt := 0; attempt < 3 && ctx.Err() == nil; attempt++ {
 			stream, err := h.d.client.Changes(ctx, client.ChangeQuery{After: after})
 			if err != nil {
-				col.fail(err)
+				if ctx.Err() == nil {
+					col.fail(err)
+				}
 				continue
 			}
 			for {
@@ -474,7 +521,9 @@ func (h *H) collect(ctx context.Context, mark int64) *collector {
 				if err != nil {
 					after = stream.Last()
 					stream.Close()
-					col.fail(err)
+					if ctx.Err() == nil { // the step's end is no failure of the stream
+						col.fail(err)
+					}
 					break
 				}
 				attempt = 0

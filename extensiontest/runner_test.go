@@ -70,6 +70,15 @@ func TestRunner(t *testing.T) {
 				},
 			},
 			{
+				Name:   "the agent warns of its empty script until it has one",
+				Expect: []et.Check{et.ExpectConfigWarning("$.scopes[0].bindings[0].executor_config", "the script is empty")},
+			},
+			{
+				Name:   "a script silences the warning",
+				Agent:  []et.AgentStep{{Fail: "never runs: no route is bound to the agent"}},
+				Expect: []et.Check{et.ExpectNoConfigWarning()},
+			},
+			{
 				Name:    "a script the agent refuses is a diagnostic at its path",
 				Agent:   []et.AgentStep{{}},
 				Refused: []client.Diagnostic{{Path: "$.scopes[0].bindings[0].executor_config", Rule: "invalid_config", Message: "exactly one of call and fail"}},

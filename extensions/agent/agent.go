@@ -71,6 +71,10 @@ const (
 // CallTimeout bounds one toolbelt call.
 var CallTimeout = 30 * time.Second
 
+// WarnEmptyScript is validate's warning about an empty script: valid, but
+// its runs do nothing.
+const WarnEmptyScript = "the script is empty: each run succeeds at once without calling anything"
+
 // Config is a binding's executor config.
 type Config struct {
 	Script []Step `json:"script"`
@@ -186,7 +190,11 @@ func validate(_ context.Context, p protocol.ValidateParams) (protocol.ValidateRe
 	if err != nil {
 		return protocol.ValidateResult{}, err
 	}
-	return protocol.ValidateResult{Describe: []string{fmt.Sprintf("each run follows a script of %d steps", len(c.Script))}}, nil
+	res := protocol.ValidateResult{Describe: []string{fmt.Sprintf("each run follows a script of %d steps", len(c.Script))}}
+	if len(c.Script) == 0 {
+		res.Warnings = []string{WarnEmptyScript}
+	}
+	return res, nil
 }
 
 type agent struct {

@@ -99,3 +99,14 @@ func FuzzParseConfig(f *testing.F) {
 		}
 	})
 }
+
+func TestValidateWarnsOfAnEmptyScript(t *testing.T) {
+	res, err := validate(t.Context(), protocol.ValidateParams{Kind: protocol.ValidateExecutor, Type: Name, Config: json.RawMessage(`{"script":[]}`)})
+	require.NoError(t, err)
+	assert.Equal(t, []string{WarnEmptyScript}, res.Warnings)
+	res, err = validate(t.Context(), protocol.ValidateParams{Kind: protocol.ValidateExecutor, Type: Name, Config: json.RawMessage(`{"script":[{"fail":"x"}]}`)})
+	require.NoError(t, err)
+	assert.Empty(t, res.Warnings)
+	_, err = validate(t.Context(), protocol.ValidateParams{Kind: protocol.ValidateExecutor, Type: Name, Config: json.RawMessage(`{}`)})
+	assert.ErrorIs(t, err, protocol.ErrInvalid)
+}

@@ -34,6 +34,9 @@ type apiBackend interface {
 	Config() (redacted json.RawMessage, gen client.Generation)
 	// ValidateConfig checks doc whole; nil means valid.
 	ValidateConfig(ctx context.Context, doc []byte) []client.Diagnostic
+	// ValidateConfigWarnings checks doc as ValidateConfig does and also
+	// returns the packages' warnings about objects they accepted.
+	ValidateConfigWarnings(ctx context.Context, doc []byte) (diags, warnings []client.Diagnostic)
 	// ApplyConfig validates doc and, when it is valid, applies it as a new
 	// generation. A refused doc returns its diagnostics (and no error), and
 	// the running generation keeps serving.
@@ -613,8 +616,8 @@ func (a *api) validateConfig(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	diags := a.b.ValidateConfig(r.Context(), doc)
-	return ok(w, client.ConfigResult{Valid: len(diags) == 0, Diagnostics: diags})
+	diags, warnings := a.b.ValidateConfigWarnings(r.Context(), doc)
+	return ok(w, client.ConfigResult{Valid: len(diags) == 0, Diagnostics: diags, Warnings: warnings})
 }
 
 func (a *api) applyConfig(w http.ResponseWriter, r *http.Request) error {

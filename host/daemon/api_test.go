@@ -104,6 +104,15 @@ func (b *apiTestBackend) ValidateConfig(_ context.Context, doc []byte) []client.
 	return diags
 }
 
+// ValidateConfigWarnings warns about a scope "old"; it refuses what
+// ValidateConfig refuses.
+func (b *apiTestBackend) ValidateConfigWarnings(ctx context.Context, doc []byte) (diags, warnings []client.Diagnostic) {
+	if strings.Contains(string(doc), `"old"`) {
+		warnings = []client.Diagnostic{{Path: "$.scopes", Rule: RulePackageWarning, Message: "scope old is deprecated"}}
+	}
+	return b.ValidateConfig(ctx, doc), warnings
+}
+
 func (b *apiTestBackend) ApplyConfig(ctx context.Context, doc []byte) (client.Generation, []client.Diagnostic, error) {
 	if diags := b.ValidateConfig(ctx, doc); len(diags) > 0 {
 		return client.Generation{}, diags, nil

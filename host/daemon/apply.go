@@ -28,25 +28,39 @@ const maxRefusalBytes = 300
 // package's validate. It returns every diagnostic; nil means valid. It
 // changes nothing.
 func (d *Daemon) ValidateConfig(ctx context.Context, doc []byte) []client.Diagnostic {
-	_, ds := d.validate(ctx, doc)
+	_, ds, _ := d.validateWarn(ctx, doc)
 	return ds
 }
 
+// ValidateConfigWarnings checks doc as ValidateConfig does and also
+// returns the warnings packages gave about objects they accepted (rule
+// RulePackageWarning): a valid configuration may still have settings that
+// should change.
+func (d *Daemon) ValidateConfigWarnings(ctx context.Context, doc []byte) (diags, warnings []client.Diagnostic) {
+	_, diags, warnings = d.validateWarn(ctx, doc)
+	return diags, warnings
+}
+
 func (d *Daemon) validate(ctx context.Context, doc []byte) (*Config, []client.Diagnostic) {
+	cfg, ds, _ := d.validateWarn(ctx, doc)
+	return cfg, ds
+}
+
+func (d *Daemon) validateWarn(ctx context.Context, doc []byte) (*Config, []client.Diagnostic, []client.Diagnostic) {
 	cfg, ds := ParseConfig(doc)
 	if len(ds) > 0 {
-		return nil, ds
+		return nil, ds, nil
 	}
 	ds = checkStatic(cfg, d.catalogue())
 	if len(ds) > 0 {
 		// Package checks need objects that name what exists.
-		return nil, ds
+		return nil, ds, nil
 	}
-	ds = d.checkByPackages(ctx, cfg)
+	ds, warnings := d.checkByPackages(ctx, cfg)
 	if len(ds) > 0 {
-		return nil, ds
+		return nil, ds, warnings
 	}
-	return cfg, nil
+	return cfg, nil, warnings
 }
 
 // validateCall is one object a package's validate checks.
@@ -57,8 +71,9 @@ type validateCall struct {
 }
 
 // checkByPackages asks each object's package to validate it, every
-// package at once, and reports every refusal.
-func (d *Daemon) checkByPackages(ctx context.Context, cfg *Config) []client.Diagnostic {
+// package at once, and reports every refusal, and every warning about
+// an object a package accepted.
+func (d *Daemon) checkByPackages(ctx context.Context, cfg *Config) (refusals, warnings []client.Diagnostic) {
 	byName := map[string]*pkgRun{}
 	for _, pr := range d.packages() {
 		byName[pr.pkg.Name] = pr
@@ -103,13 +118,21 @@ func (d *Daemon) checkByPackages(ctx context.Context, cfg *Config) []client.Diag
 	ctx, cancel := context.WithTimeout(ctx, ValidateTimeout)
 	defer cancel()
 	out := make([]*client.Diagnostic, len(calls))
+	warned := make([][]client.Diagnostic, len(calls))
 	var wg sync.WaitGroup
 	for i, c := range calls {
 		wg.Go(func() {
 			_, remote, _ := c.pkg.parts()
-			_, err := remote.Validate(ctx, c.params)
+			res, err := remote.Validate(ctx, c.params)
 			switch {
 			case err == nil:
+				for j, w := range res.Warnings {
+					if j == maxWarningsPerObject {
+						break
+					}
+					warned[i] = append(warned[i], client.Diagnostic{Path: c.path, Rule: RulePackageWarning,
+						Message: clip(oneLine(w), maxRefusalBytes)})
+				}
 			case errors.Is(err, host.ErrValidateRefused):
 				rule := RuleInvalidConfig
 				if c.params.Kind == protocol.ValidateBinding {
@@ -123,14 +146,22 @@ func (d *Daemon) checkByPackages(ctx context.Context, cfg *Config) []client.Diag
 		})
 	}
 	wg.Wait()
-	var ds []client.Diagnostic
-	for _, dg := range out {
+	for i, dg := range out {
 		if dg != nil {
-			ds = append(ds, *dg)
+			refusals = append(refusals, *dg)
 		}
+		warnings = append(warnings, warned[i]...)
 	}
-	return ds
+	return refusals, warnings
 }
+
+// RulePackageWarning names a warning a package gave about an object it
+// accepted; it refuses nothing.
+const RulePackageWarning = "package_warning"
+
+// maxWarningsPerObject bounds how many warnings one object's package adds
+// to an answer.
+const maxWarningsPerObject = 8
 
 // oneLine is a package's message as one line: control characters (a
 // newline that would forge a second log line included) become spaces.
