@@ -191,7 +191,9 @@ func treeListing(t *testing.T, config string) string {
 // with and without a KV migration, rollbacks before and after it, a
 // refused downgrade, and removal refused while in use, against a running
 // daemon: each change is reloaded through the API and the package beside
-// it (runner) keeps its process throughout.
+// it (runner) keeps its process throughout. A layoutext release fails to
+// start while another holds its state directory's lock, so an update
+// that started the new release before stopping the old would fail here.
 func TestPackagingWithARunningDaemon(t *testing.T) {
 	bin := daemonBinary(t)
 	src := t.TempDir()

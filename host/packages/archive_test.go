@@ -150,6 +150,10 @@ func TestDigestIsTheSameFromADirectoryAndAnArchive(t *testing.T) {
 // destination and no link there points out of it. The seed corpus is in
 // testdata/fuzz/FuzzUnpack (valid packages and each refusal).
 func FuzzUnpack(f *testing.F) {
+	// Small bounds keep each input cheap; the bounds themselves are
+	// tested above.
+	defer func(b int64, n int) { MaxPackageBytes, MaxPackageEntries = b, n }(MaxPackageBytes, MaxPackageEntries)
+	MaxPackageBytes, MaxPackageEntries = 1<<20, 256
 	f.Add(archive(f, entry{name: "open-conduit-extension.json", body: "{}"}))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		parent := t.TempDir()
