@@ -131,7 +131,7 @@ const (
 	sectionRouteTraces  = "Route traces"
 	sectionDisplay      = "Work display and wait descriptions"
 	sectionDoctor       = "Doctor checks"
-	sectionFlow         = "Flow control"
+	sectionIngress      = "Inventory of shipped interactions (ingress reconcile)"
 	sectionPermissions  = "Permissions"
 )
 
@@ -198,6 +198,16 @@ var criteria = []Criterion{
 		Section: sectionExecutors,
 		Applies: declares("the manifest declares no executor", func(m *protocol.Manifest) bool { return len(m.Provides.Executors) > 0 }),
 		Check:   conformance.CheckPackageExecutorLifecycle,
+	},
+	{
+		ID:      "ingress/stable-scan",
+		Title:   "Reconcile scans stable and honest",
+		Checks:  "with every declared surface exercised and certification's deliveries pushed, two scans of each reconciled source, one item a page, see the same items with the same (item, version) and Event delivery identity, and no page that names a next page claims the scan complete",
+		Section: sectionIngress,
+		Applies: declares("the manifest declares no ingress type", func(m *protocol.Manifest) bool {
+			return slices.ContainsFunc(m.Provides.Extensions, func(x protocol.ExtensionDecl) bool { return x.Ingress })
+		}),
+		Check: conformance.CheckPackageIngressScan,
 	},
 	{
 		ID:      "kv/atomicity",

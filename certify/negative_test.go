@@ -38,6 +38,7 @@ var weakened = map[string]string{
 	"weak-nonatomic-emit":    "emissions/atomic",
 	"weak-nonidempotent-op":  "operations/idempotent",
 	"weak-refuse-input":      "operations/idempotent",
+	"weak-restless-scan":     "ingress/stable-scan",
 	"weak-serve-before-init": "wire/initialize-first",
 	"weak-slow-task":         "tasks/interval",
 	"weak-stray-stdout":      "lifecycle/stdout-hygiene",
@@ -54,7 +55,7 @@ var mustPass = func() map[string][]string {
 		"lifecycle/sigterm", "lifecycle/stdin-eof", "lifecycle/stdout-hygiene", "lifecycle/version-mismatch", "manifest/valid",
 		"permissions/declared", "validate/answers", "wire/initialize-first", "wire/malformed-closes", "wire/method-not-found"}
 	return map[string][]string{
-		"notes": append([]string{"cancellation/honoured", "checks/shape", "emissions/atomic", "emissions/idempotent", "kv/atomicity",
+		"notes": append([]string{"cancellation/honoured", "checks/shape", "emissions/atomic", "emissions/idempotent", "ingress/stable-scan", "kv/atomicity",
 			"kv/scoping", "operations/idempotent", "routes/display", "routes/pure", "routes/samples", "schemas/current-version",
 			"tasks/interval", "transactions/deadline"}, lifecycle...),
 		"runner": append([]string{"cancellation/honoured", "executor/controls", "executor/lifecycle"}, lifecycle...),

@@ -22,6 +22,7 @@ func PackageChecks() []PackageCheck {
 		{"emissions_idempotent", CheckPackageEmissionsIdempotent},
 		{"executor_controls", CheckPackageExecutorControls},
 		{"executor_lifecycle", CheckPackageExecutorLifecycle},
+		{"ingress_scan", CheckPackageIngressScan},
 		{"kv_atomicity", CheckPackageKVAtomicity},
 		{"kv_scoping", CheckPackageKVScoping},
 		{"crash_restart", CheckPackageCrashRestart},
