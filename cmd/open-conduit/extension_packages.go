@@ -449,6 +449,19 @@ func extensionRemoveCommand(args []string, stdout, stderr io.Writer) int {
 			return o.refuse(res, fmt.Errorf("%w: the configuration uses %s in %d places; change it first, or pass --force", packages.ErrInUse, name, len(uses)))
 		}
 	}
+	// The bundled release that comes back must be able to run on the KV
+	// the installed one migrated.
+	if bundled, err := host.BundledRoot(); err == nil && !force {
+		if _, bm, err := packages.ReleaseAt(filepath.Join(bundled, name)); err == nil {
+			layouts, err := o.kvLayouts(ctx)
+			if err != nil {
+				return o.refuse(res, err)
+			}
+			if err := packages.CheckKV(bm, layouts[name]); err != nil {
+				return o.refuse(res, fmt.Errorf("removing %s brings back the bundled release, which would not start: %w (or pass --force)", name, err))
+			}
+		}
+	}
 	rec, err := tree.Remove(name)
 	if err != nil {
 		return o.refuse(res, err)

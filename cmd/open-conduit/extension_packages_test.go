@@ -462,3 +462,41 @@ func TestBundledDiscoveryFromTheReleaseLayout(t *testing.T) {
 	now, _ := pkgStatus(t, d.Client, "agent")
 	assert.Equal(t, agent.PID, now.PID, "agent kept its process")
 }
+
+// TestRemoveRefusesWhenTheBundledReleaseCannotRun: removing an installed
+// release that migrated KV past the bundled release of its name is
+// refused (the bundled one would be refused at start); --force removes it
+// and the daemon reports the bundled one refused.
+func TestRemoveRefusesWhenTheBundledReleaseCannotRun(t *testing.T) {
+	rel := daemontest.TempDir(t)
+	r := oc(t, daemonBinary(t), nil, "extension", "bundle", rel)
+	require.Equal(t, 0, r.code, r.stderr)
+	copyBin := filepath.Join(rel, "open-conduit")
+	release(t, filepath.Join(rel, "extensions", "layoutext"), "layoutext", "1.0.0", 0)
+	v2 := release(t, filepath.Join(t.TempDir(), "v2"), "layoutext", "2.0.0", 1)
+
+	d := daemontest.Start(t, daemontest.Options{Binary: copyBin})
+	p, _ := pkgStatus(t, d.Client, "layoutext")
+	require.Equal(t, client.OriginBundled, p.Origin)
+	flags := []string{"--config", d.ConfigDir, "--state", d.StateDir}
+	r = oc(t, copyBin, nil, append([]string{"extension", "install", "--yes", v2}, flags...)...)
+	require.Equal(t, 0, r.code, r.stderr)
+	layouts, err := d.Client.KVLayouts(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, 1, layouts["layoutext"], "the installed release migrated KV")
+
+	r = oc(t, copyBin, nil, append([]string{"extension", "remove", "--json", "layoutext"}, flags...)...)
+	assert.Equal(t, 1, r.code)
+	assert.Equal(t, packages.Code("kv_downgrade"), r.change(t).Code)
+	assert.Contains(t, r.stderr, "brings back the bundled release")
+	p, _ = pkgStatus(t, d.Client, "layoutext")
+	assert.Equal(t, "2.0.0", p.Version)
+	assert.Equal(t, client.OriginInstalled, p.Origin)
+
+	r = oc(t, copyBin, nil, append([]string{"extension", "remove", "--force", "layoutext"}, flags...)...)
+	assert.Equal(t, 1, r.code, "the daemon cannot start what came back")
+	p, _ = pkgStatus(t, d.Client, "layoutext")
+	assert.Equal(t, client.OriginBundled, p.Origin)
+	assert.Equal(t, "refused", p.State)
+	assert.Contains(t, p.LastError, "older than the stored KV layout 1")
+}
