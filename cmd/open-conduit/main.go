@@ -167,7 +167,7 @@ var commands = []command{
 		name:    "extension remove",
 		args:    "[--force] [flags] NAME",
 		summary: "remove an installed package (a bundled one of its name comes back)",
-		details: "Refused while the configuration (the file, and the running daemon's generation) uses the\npackage's types, listing where, unless --force.\n\nflags:\n  --force\tremove it even so\n" + pkgFlagsHelp + pkgExitHelp,
+		details: "Refused while the configuration (the file, and the running daemon's generation) uses the\npackage's types, listing where, or when the bundled release it brings back could not run on\nthe KV layout the store records (kv_downgrade), unless --force.\n\nflags:\n  --force\tremove it even so\n" + pkgFlagsHelp + pkgExitHelp,
 		run:     extensionRemoveCommand,
 	},
 	{
