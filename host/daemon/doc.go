@@ -53,6 +53,13 @@
 // telemetry.sink through a bounded buffer per sink that drops with
 // accounting, never waiting for a sink (telemetry.go).
 //
+// Faults, for tests and drills: with Options.TestFaults (serve
+// --test-faults) every package runs behind a host/faultproxy proxy, one
+// per package, whose rules POST /v1/faults arms (fault.go). A build with
+// the faultinject tag has kill points before and after each durable step
+// (KillPoints), one of which OPEN_CONDUIT_KILL_POINT arms at open
+// (killpoint*.go); without the tag they compile to nothing.
+//
 // One daemon holds a state directory (an flock on <state>/lock naming its
 // PID). Close shuts down in order: the API and the webhook listener
 // (requests in flight finish), the engine's observation (runs go on),
