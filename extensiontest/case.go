@@ -85,9 +85,10 @@ type Step struct {
 	// the API through h.Client()).
 	Do func(ctx context.Context, h *H) error
 
-	// Update replaces the package under test with the package in this
-	// directory (a new release of the same name) and restarts the daemon
-	// on the same state, so configure runs the release's KV migration.
+	// Update installs the package in this directory (a new release of the
+	// same name) over the package under test while the daemon runs, and
+	// has it reload the package (POST /v1/packages/reload): the new
+	// release's configure runs its KV migration before the step goes on.
 	Update string
 	// Restart stops the daemon in order and starts it again on the same
 	// state; Crash kills it (SIGKILL) first instead.
@@ -343,19 +344,8 @@ func (h *H) act(ctx context.Context, st Step) *StepError {
 		}
 	}
 	if st.Update != "" {
-		h.Logf("update: %s replaced by %s", h.pkg, st.Update)
-		if err := h.d.stop(ctx); err != nil {
-			return actionFailed("the daemon to stop for the update", err)
-		}
-		m, err := install(h.d.configDir, st.Update)
-		if err != nil {
-			return actionFailed("the update to install", err)
-		}
-		if m.Name != h.pkg {
-			return actionFailed("an update of "+h.pkg, fmt.Errorf("%s holds package %s", st.Update, m.Name))
-		}
-		if err := h.d.start(ctx); err != nil {
-			return actionFailed("the daemon to start after the update", err)
+		if err := h.update(ctx, st.Update); err != nil {
+			return actionFailed("package "+h.pkg+" to be updated to the release in "+st.Update, err)
 		}
 	}
 	if st.Restart || st.Crash {
@@ -478,6 +468,38 @@ func diagnosticLines(ds []client.Diagnostic) string {
 		return "no diagnostics"
 	}
 	return strings.Join(lines, "\n")
+}
+
+// update installs the release in dir over the package under test while
+// the daemon runs and has the daemon reload it: the old process stops,
+// the new one starts and is configured, running its KV migration, before
+// the reload answers.
+func (h *H) update(ctx context.Context, dir string) error {
+	m, err := install(h.d.configDir, dir)
+	if err != nil {
+		return err
+	}
+	if m.Name != h.pkg {
+		return fmt.Errorf("%s holds package %s, not %s", dir, m.Name, h.pkg)
+	}
+	res, err := h.d.client.ReloadPackages(ctx, []string{h.pkg})
+	if err != nil {
+		return fmt.Errorf("reloading: %w", err)
+	}
+	h.Logf("update: %s %s installed from %s; reload restarted %v, started %v", m.Name, m.Version, dir, res.Restarted, res.Started)
+	for _, w := range res.Warnings {
+		h.Logf("update: reload warning: %s", w)
+	}
+	for _, p := range res.Packages {
+		if p.Name != h.pkg {
+			continue
+		}
+		if p.Version != m.Version || p.State != "ready" {
+			return fmt.Errorf("after the reload %s is %s %s (%s)", p.Name, p.Version, p.State, p.LastError)
+		}
+		return nil
+	}
+	return fmt.Errorf("after the reload the daemon has no package %s", h.pkg)
 }
 
 // killPackage kills a package's process group and waits until the daemon
