@@ -37,6 +37,14 @@ func runIn(args ...string) (string, string, int) {
 	return stdout.String(), stderr.String(), code
 }
 
+// runBin runs the built binary, as an operator would, and returns
+// stdout, stderr and the exit status.
+func runBin(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	r := oc(t, daemonBinary(t), nil, args...)
+	return r.stdout, r.stderr, r.code
+}
+
 func offlineFlags(t *testing.T) []string {
 	t.Helper()
 	return []string{"--config", t.TempDir(), "--state", t.TempDir()}
@@ -87,35 +95,38 @@ func TestInstallRefusesAnUnsafeArchive(t *testing.T) {
 	archive := filepath.Join(dir, "demo.tar.gz")
 	require.NoError(t, os.WriteFile(archive, buf.Bytes(), 0o644))
 	flags := offlineFlags(t)
-	stdout, stderr, code := runIn(append([]string{"extension", "install", "--yes", "--json", archive}, flags...)...)
+	stdout, stderr, code := runBin(t, append([]string{"extension", "install", "--yes", "--json", archive}, flags...)...)
 	assert.Equal(t, exitFail, code)
 	var res changeResult
 	require.NoError(t, json.Unmarshal([]byte(stdout), &res), stderr)
 	assert.Equal(t, packages.Code("unsafe_archive"), res.Code)
-	assert.NoFileExists(t, filepath.Join(filepath.Dir(dir), "escaped"))
+	// Unpacked under .staging/<id>.unpack, the entry would land in
+	// .staging itself: nothing is there, nor anywhere in the tree.
 	entries, err := os.ReadDir(filepath.Join(flags[1], "extensions", packages.StagingDir))
 	require.NoError(t, err)
 	assert.Empty(t, entries, "nothing is left staged")
+	assert.NoFileExists(t, filepath.Join(flags[1], "extensions", "escaped"))
 }
 
 // TestListAndInspectOutput checks the text and JSON of extension list and
-// inspect, offline, for an installed package with a previous release.
+// inspect, offline, for an installed package with a previous release,
+// from the built binary.
 func TestListAndInspectOutput(t *testing.T) {
 	srcRoot := t.TempDir()
 	v1 := demoPackage(t, filepath.Join(srcRoot, "v1"), "1.0.0")
 	v2 := demoPackage(t, filepath.Join(srcRoot, "v2"), "2.0.0")
 	flags := offlineFlags(t)
 	for _, c := range [][]string{{"install", v1}, {"update", v2}} {
-		_, stderr, code := runIn(append([]string{"extension", c[0], "--yes", c[1]}, flags...)...)
+		_, stderr, code := runBin(t, append([]string{"extension", c[0], "--yes", c[1]}, flags...)...)
 		require.Equal(t, exitOK, code, stderr)
 	}
 
-	stdout, stderr, code := runIn(append([]string{"extension", "list"}, flags...)...)
+	stdout, stderr, code := runBin(t, append([]string{"extension", "list"}, flags...)...)
 	require.Equal(t, exitOK, code, stderr)
 	assert.Regexp(t, `(?m)^NAME\s+VERSION\s+ORIGIN\s+PROTOCOL\s+PERMISSIONS\s+STATE\s+RESTARTS\s+NOTE$`, stdout)
 	assert.Regexp(t, `(?m)^demo\s+2\.0\.0\s+installed\s+1\s+telemetry\.capture\s+-\s+-\s+-$`, stdout, "offline: no state")
 
-	stdout, stderr, code = runIn(append([]string{"extension", "list", "--json"}, flags...)...)
+	stdout, stderr, code = runBin(t, append([]string{"extension", "list", "--json"}, flags...)...)
 	require.Equal(t, exitOK, code, stderr)
 	var entries []packages.Entry
 	require.NoError(t, json.Unmarshal([]byte(stdout), &entries))
@@ -128,7 +139,7 @@ func TestListAndInspectOutput(t *testing.T) {
 	assert.Equal(t, 3, e.KVVersion)
 	assert.False(t, e.Daemon)
 
-	stdout, stderr, code = runIn(append([]string{"extension", "inspect", "demo"}, flags...)...)
+	stdout, stderr, code = runBin(t, append([]string{"extension", "inspect", "demo"}, flags...)...)
 	require.Equal(t, exitOK, code, stderr)
 	for _, want := range []string{
 		"demo (Demo) 2.0.0",
@@ -144,7 +155,7 @@ func TestListAndInspectOutput(t *testing.T) {
 	}
 	assert.Regexp(t, `(?m)^  digest:       sha256:[0-9a-f]{64}$`, stdout)
 
-	stdout, stderr, code = runIn(append([]string{"extension", "inspect", "--json", "demo"}, flags...)...)
+	stdout, stderr, code = runBin(t, append([]string{"extension", "inspect", "--json", "demo"}, flags...)...)
 	require.Equal(t, exitOK, code, stderr)
 	var in inspection
 	require.NoError(t, json.Unmarshal([]byte(stdout), &in))
@@ -162,14 +173,14 @@ func TestListAndInspectOutput(t *testing.T) {
 	assert.Equal(t, digest, in.Digest, "the installed copy has its source's digest")
 
 	// A directory is inspected in place.
-	stdout, stderr, code = runIn(append([]string{"extension", "inspect", "--json", v1}, flags...)...)
+	stdout, stderr, code = runBin(t, append([]string{"extension", "inspect", "--json", v1}, flags...)...)
 	require.Equal(t, exitOK, code, stderr)
 	require.NoError(t, json.Unmarshal([]byte(stdout), &in))
 	assert.Equal(t, "1.0.0", in.Version)
 	assert.Equal(t, "directory", in.Origin)
 	assert.Equal(t, v1, in.Dir)
 
-	_, stderr, code = runIn(append([]string{"extension", "inspect", "nosuch"}, flags...)...)
+	_, stderr, code = runBin(t, append([]string{"extension", "inspect", "nosuch"}, flags...)...)
 	assert.Equal(t, exitFail, code)
 	assert.Contains(t, stderr, "neither an installed or bundled package nor a package directory")
 }
