@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/open-conduit/open-conduit/client"
 	"github.com/open-conduit/open-conduit/host"
 )
 
@@ -97,4 +98,18 @@ func TestReloadRefusesAFixedPackageSet(t *testing.T) {
 	defer d.Close(ctx)
 	_, err = d.ReloadPackages(ctx, nil)
 	assert.ErrorContains(t, err, "fixed set of packages")
+}
+
+// TestReloadRouteRefusesBadRequests: a name that is no package name is
+// invalid_request before anything is reloaded; a backend that reloads
+// nothing answers unavailable.
+func TestReloadRouteRefusesBadRequests(t *testing.T) {
+	_, c := newAPITest(t)
+	ctx := t.Context()
+	_, err := c.ReloadPackages(ctx, []string{"../etc"})
+	assert.ErrorIs(t, err, client.ErrInvalidRequest)
+	_, err = c.ReloadPackages(ctx, []string{"notes"})
+	assert.ErrorIs(t, err, client.ErrUnavailable)
+	_, err = c.KVLayouts(ctx)
+	assert.ErrorIs(t, err, client.ErrUnavailable)
 }
