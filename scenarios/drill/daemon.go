@@ -222,8 +222,13 @@ func (s *script) reap() {
 	}
 }
 
-// shutdown ends whatever still runs when the script ends.
+// shutdown ends whatever still runs when the script ends: the daemon,
+// and the process group of each package expect none found left behind, so
+// a failing drill leaks nothing.
 func (s *script) shutdown() {
+	for _, pid := range s.leftover {
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+	}
 	if s.d == nil {
 		return
 	}

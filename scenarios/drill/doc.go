@@ -22,11 +22,17 @@
 //		Events (Works) had a change matching every field (event fields:
 //		source, delivery, family, type, scope, schema; work fields, as a
 //		change carries them: id, state, scope); a deadline, never a sleep
+//	await log [--within D] [count=N] REGEXP
+//		wait until the running daemon's log, since its start, holds N
+//		matches (default 1), woken by each write to it
 //	clock advance DURATION
 //		move the daemon's manual clock (serve --test-clock)
 //	config apply FILE
 //		apply FILE ($NAME expanded) to the running daemon; with ! the
 //		daemon must refuse it (the diagnostics are printed)
+//	doctor [--want ok|fail]
+//		run the daemon's doctor, print each check (status, name, code,
+//		detail); the report must be ok (default) or fail
 //	daemon start [NAME=VALUE...] [serve flags...]
 //		start serve (with $WORK/config.json, $NAME expanded, as its
 //		config.json) and wait for its ready line; NAME=VALUE words go
@@ -38,24 +44,37 @@
 //	daemon restart [NAME=VALUE...] [serve flags...]
 //		stop a running daemon, then start (the last start's arguments
 //		when none are given)
-//	expect event|work|exec N [FIELD=VALUE...]
-//		exactly N Events, Works (fields: id, state, kind, scope,
-//		binding) or Executions (fields: work, state, attempt, epoch,
-//		executor) match, read through the API now
+//	expect event|work|exec|pass N [FIELD=VALUE...]
+//		exactly N Events (fields as for await, and route: pending,
+//		created, attached or unmatched), Works (fields: id, state, kind,
+//		scope, binding), Executions (fields: work, state, attempt,
+//		epoch, executor) or background passes (fields: kind, name,
+//		package, runs, failures) match, read through the API now
 //	expect wait N [scope=ID]
 //		exactly N active Waits
 //	expect kv PKG N [namespace=NS] [prefix=P]
 //		exactly N entries in PKG's KV namespace (client.KV)
+//	expect fired PKG N
+//		PKG's armed fault rules have fired N times in all (a drill
+//		proves its fault happened)
 //	expect none
 //		every package process of the last killed daemon has exited (no
 //		orphan); waits on each process's pidfd up to the deadline
 //	ext kill NAME
 //		SIGKILL to package NAME's process group (its PID in status);
 //		returns once the process has exited
+//	fault PKG RULE...
+//		arm a fault on the proxy between the daemon and PKG (serve
+//		--test-faults), in host/faultproxy's grammar: crash
+//		method=route.match nth=1, delay method=operation.call for=2s …
+//	fault clear PKG
+//		disarm PKG's faults
 //	install NAME...
 //		install bundled packages (notes, runner) under $WORK/config
 //	reconcile [--want complete|partial|refused] SOURCE
 //		run one reconcile scan of SOURCE now
+//	samples SCOPE
+//		print the sample Events the scope's routes offer, one a line
 //	webhook send [--hold NAME] [--want STATUS] SCOPE ENTRY FILE
 //		post FILE to notes' webhook of SCOPE/ENTRY, signed as notes
 //		verifies it; STATUS is a code, 2xx, 4xx, 5xx, lost (no answer)

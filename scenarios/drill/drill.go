@@ -62,21 +62,20 @@ type scriptKey struct{}
 // script is one drill's state: its directories, its daemon, its held
 // requests.
 type script struct {
-	bin                string
-	work               string
-	configDir          string
-	stateDir           string
-	within             time.Duration
-	progressW          io.Writer
-	vars               func(string) string
-	d                  *daemonProc
-	c                  *client.Client
-	starts             int
-	lastArgs           []string
-	held               map[string]*heldRequest
-	orphans            []client.Package // the package processes at the last daemon kill
-	faultinjectBuilt   bool
-	faultinjectChecked bool
+	bin       string
+	work      string
+	configDir string
+	stateDir  string
+	within    time.Duration
+	progressW io.Writer
+	vars      func(string) string
+	d         *daemonProc
+	c         *client.Client
+	starts    int
+	lastArgs  []string
+	held      map[string]*heldRequest
+	orphans   []client.Package // the package processes at the last daemon kill
+	leftover  []int            // those expect none found still running
 }
 
 func state(ts *testscript.TestScript) *script {

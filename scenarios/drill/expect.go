@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -30,8 +31,16 @@ func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 		within = d
 		args = append(args[:1:1], args[3:]...)
 	}
-	if len(args) == 2 && args[0] == "log" {
-		s.awaitLog(ts, args[1], within)
+	if len(args) >= 2 && args[0] == "log" {
+		want := 1
+		if len(args) == 3 {
+			f := parseFilters(ts, "await log", args[1:2])
+			want, args = f.count, []string{"log", args[2]}
+		}
+		if len(args) != 2 || want < 1 {
+			ts.Fatalf("usage: await log [--within D] [count=N] REGEXP")
+		}
+		s.awaitLog(ts, args[1], want, within)
 		return
 	}
 	if len(args) == 0 || (args[0] != "event" && args[0] != "work") {
@@ -82,6 +91,7 @@ func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 //	expect wait N [scope=ID]        N active Waits
 //	expect kv PKG N [namespace=NS] [prefix=P]  N entries in PKG's KV
 //	expect fired PKG N              PKG's fault rules fired N times in all
+//	expect pass N [FIELD=VALUE…]    N background passes in status match
 //	expect none                     no package process of the killed daemon is left
 func cmdExpect(ts *testscript.TestScript, neg bool, args []string) {
 	noNeg(ts, neg, "expect")
@@ -131,6 +141,9 @@ func cmdExpect(ts *testscript.TestScript, neg bool, args []string) {
 	case "wait":
 		f = parseFilters(ts, "expect wait", words, "scope")
 		got, err = activeWaits(ctx, c, f.fields["scope"])
+	case "pass":
+		f = parseFilters(ts, "expect pass", words, passFields...)
+		got, err = matchingPasses(ctx, c, f)
 	case "fired":
 		f = parseFilters(ts, "expect fired", words)
 		got, err = firedFaults(ctx, c, pkg)
@@ -293,6 +306,7 @@ func (s *script) expectNoOrphans(ts *testscript.TestScript) {
 	var errs []error
 	for _, p := range s.orphans {
 		if err := waitGone(p.PID, s.within); err != nil {
+			s.leftover = append(s.leftover, p.PID)
 			errs = append(errs, fmt.Errorf("package %s: %w", p.Name, err))
 			continue
 		}
@@ -313,9 +327,9 @@ func describeChange(ch client.Change) string {
 	return fmt.Sprintf("%d %s", ch.Seq, ch.Kind)
 }
 
-// awaitLog waits until the running daemon's log (since its start) matches
-// the regular expression, woken by each write to it.
-func (s *script) awaitLog(ts *testscript.TestScript, expr string, within time.Duration) {
+// awaitLog waits until the running daemon's log (since its start) holds
+// want matches of the regular expression, woken by each write to it.
+func (s *script) awaitLog(ts *testscript.TestScript, expr string, want int, within time.Duration) {
 	re, err := regexp.Compile(expr)
 	if err != nil {
 		ts.Fatalf("await log: %v", err)
@@ -326,19 +340,37 @@ func (s *script) awaitLog(ts *testscript.TestScript, expr string, within time.Du
 	defer deadline.Stop()
 	for {
 		text, changed := d.stderr.snapshot()
-		if re.MatchString(text) {
+		if len(re.FindAllStringIndex(text, -1)) >= want {
 			s.progress("the daemon logged %s", expr)
 			return
 		}
 		select {
 		case <-changed:
 		case <-d.exited:
-			if text, _ := d.stderr.snapshot(); re.MatchString(text) {
+			if text, _ := d.stderr.snapshot(); len(re.FindAllStringIndex(text, -1)) >= want {
 				return
 			}
-			ts.Fatalf("await log: the daemon exited without logging %q", expr)
+			ts.Fatalf("await log: the daemon exited without logging %q %d times", expr, want)
 		case <-deadline.C:
-			ts.Fatalf("await log: the daemon did not log %q within %v", expr, within)
+			ts.Fatalf("await log: the daemon did not log %q %d times within %v", expr, want, within)
 		}
 	}
+}
+
+var passFields = []string{"kind", "name", "package", "runs", "failures"}
+
+func matchingPasses(ctx context.Context, c *client.Client, f filters) ([]string, error) {
+	st, err := c.Status(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, p := range st.Passes {
+		fields := map[string]string{"kind": p.Kind, "name": p.Name, "package": p.Package,
+			"runs": strconv.FormatInt(p.Runs, 10), "failures": strconv.FormatInt(p.Failures, 10)}
+		if f.match(fields) {
+			out = append(out, fmt.Sprintf("pass %s %s of %s: runs=%d failures=%d %s", p.Kind, p.Name, p.Package, p.Runs, p.Failures, p.LastError))
+		}
+	}
+	return out, nil
 }
