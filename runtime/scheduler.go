@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 )
 
@@ -199,9 +200,10 @@ func (e *Engine) start(ctx context.Context, c *engineConf, w Work, pool string) 
 		}()
 		return x, nil
 	}
+	var markedRunning atomic.Pointer[Execution]
 	req := RunRequest{
 		ExecutionID: x.ID, Attempt: x.Attempt, Epoch: x.Epoch, Work: w,
-		Trigger: trigger, Inputs: inputs, PersistRecovery: e.persister(x.ID, x.Epoch),
+		Trigger: trigger, Inputs: inputs, PersistRecovery: e.startPersister(x, &markedRunning),
 		Config: binding.Config, Toolbelt: toolbelt,
 	}
 	var handle RunHandle
@@ -224,17 +226,15 @@ func (e *Engine) start(ctx context.Context, c *engineConf, w Work, pool string) 
 		}()
 		return x, nil
 	}
-	if err := e.store.Transact(ctx, func(tx Tx) error {
-		cur, err := tx.Execution(x.ID)
-		if err != nil {
-			return err
+	if running := markedRunning.Load(); running != nil {
+		// The run's recovery metadata marked it running already, in the
+		// same transaction: a run that can be adopted is alive.
+		x = *running
+	} else if err := e.store.Transact(ctx, func(tx Tx) error {
+		cur, err := markRunning(tx, x.ID, x.Epoch)
+		if err == nil && cur != nil {
+			x = *cur
 		}
-		if cur.State != ExecutionStarting {
-			return nil
-		}
-		cur.State = ExecutionRunning
-		cur.Epoch = x.Epoch // the write is fenced by the epoch this attempt holds
-		x, err = tx.PutExecution(cur)
 		return err
 	}); err != nil && !errors.Is(err, ErrConflict) {
 		e.report(fmt.Errorf("execution %s: mark running: %w", x.ID, err))
@@ -271,6 +271,51 @@ func (e *Engine) persister(executionID string, epoch int64) RecoveryPersister {
 		return e.store.Transact(ctx, func(tx Tx) error {
 			return tx.PersistRecovery(executionID, epoch, metadata)
 		})
+	}
+}
+
+// markRunning marks a starting execution running, fenced by epoch, and
+// returns it; nil when it is no longer starting.
+func markRunning(tx Tx, executionID string, epoch int64) (*Execution, error) {
+	cur, err := tx.Execution(executionID)
+	if err != nil {
+		return nil, err
+	}
+	if cur.State != ExecutionStarting {
+		return nil, nil
+	}
+	cur.State = ExecutionRunning
+	cur.Epoch = epoch // the write is fenced by the epoch this attempt holds
+	cur, err = tx.PutExecution(cur)
+	if err != nil {
+		return nil, err
+	}
+	return &cur, nil
+}
+
+// startPersister is the fenced recovery path of an attempt being started:
+// the first persist also marks the execution running in its transaction
+// (recorded in running), which spares start its own transaction for that,
+// so a start that persists once costs two synced writes, not three.
+func (e *Engine) startPersister(x Execution, running *atomic.Pointer[Execution]) RecoveryPersister {
+	return func(ctx context.Context, metadata json.RawMessage) error {
+		var marked *Execution
+		err := e.store.Transact(ctx, func(tx Tx) error {
+			marked = nil
+			if err := tx.PersistRecovery(x.ID, x.Epoch, metadata); err != nil {
+				return err
+			}
+			if running.Load() != nil {
+				return nil
+			}
+			var err error
+			marked, err = markRunning(tx, x.ID, x.Epoch)
+			return err
+		})
+		if err == nil && marked != nil {
+			running.CompareAndSwap(nil, marked)
+		}
+		return err
 	}
 }
 
