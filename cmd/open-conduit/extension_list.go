@@ -55,6 +55,19 @@ func extensionListCommand(args []string, stdout, stderr io.Writer) int {
 					e.Daemon, e.State = true, "not loaded"
 				}
 			}
+			// What the daemon runs that is no longer on disk (changed by
+			// hand, not reloaded yet).
+			for _, p := range st.Packages {
+				found := false
+				for _, e := range entries {
+					found = found || e.Name == p.Name && e.Dir == p.Dir
+				}
+				if !found {
+					entries = append(entries, packages.Entry{Name: p.Name, Version: p.Version, Origin: p.Origin, Dir: p.Dir,
+						Permissions: append([]string{}, p.Permissions...), Daemon: true, State: p.State, Restarts: p.Restarts,
+						Negotiated: p.Protocol, LastError: "not on disk any more: the daemon runs it until a reload"})
+				}
+			}
 		}
 	}
 	return o.print(entries, func(w *tabwriter.Writer) {
@@ -97,6 +110,9 @@ type inspection struct {
 	Installed *packages.Record `json:"installed,omitempty"`
 	// Previous is the release kept for rollback.
 	Previous *packages.Release `json:"previous,omitempty"`
+	// KVLayout is the KV layout the store records for the package, when
+	// it could be read: no release with a lower kv_version runs on it.
+	KVLayout *int `json:"kv_layout,omitempty"`
 }
 
 // extensionInspectCommand describes a package: an installed or bundled
@@ -148,6 +164,14 @@ func extensionInspectCommand(args []string, stdout, stderr io.Writer) int {
 		return o.fail(err)
 	}
 	out.Description = o.describe(m, rel.Digest, dir, origin)
+	if origin != "directory" {
+		ctx, cancel := opsContext()
+		if layouts, err := o.kvLayouts(ctx); err == nil {
+			v := layouts[m.Name]
+			out.KVLayout = &v
+		}
+		cancel()
+	}
 	if origin == packages.OriginInstalled {
 		if tree, err := packages.Open(root, ""); err == nil {
 			if l, err := tree.Ledger(); err == nil {
@@ -169,8 +193,15 @@ func extensionInspectCommand(args []string, stdout, stderr io.Writer) int {
 	if out.Installed != nil {
 		fmt.Fprintf(stdout, "  installed:    %s from %s at %s\n", out.Installed.Op, out.Installed.Source, out.Installed.Time.Format("2006-01-02 15:04:05Z"))
 	}
+	if out.KVLayout != nil {
+		fmt.Fprintf(stdout, "  kv layout:    %d recorded in the store (a release below it is refused)\n", *out.KVLayout)
+	}
 	if out.Previous != nil {
-		fmt.Fprintf(stdout, "  rollback to:  %s (kv_version %d, %s)\n", out.Previous.Version, out.Previous.KVVersion, out.Previous.Digest)
+		note := ""
+		if out.KVLayout != nil && out.Previous.KVVersion < *out.KVLayout {
+			note = "; refused: the KV was migrated past it"
+		}
+		fmt.Fprintf(stdout, "  rollback to:  %s (kv_version %d, %s%s)\n", out.Previous.Version, out.Previous.KVVersion, out.Previous.Digest, note)
 	}
 	return exitOK
 }

@@ -280,6 +280,18 @@ func TestPackagingWithARunningDaemon(t *testing.T) {
 	assert.Equal(t, 1, layouts["layoutext"])
 	runnerKept("the migrating update")
 
+	// inspect says the layout the store records, and that the rollback
+	// it keeps is refused on it.
+	r = dd.oc(t, "extension", "inspect", "layoutext")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "  kv layout:    1 recorded in the store")
+	assert.Regexp(t, `rollback to:  1\.0\.0 \(kv_version 0, sha256:[0-9a-f]+; refused: the KV was migrated past it\)`, r.stdout)
+	var in inspection
+	r = dd.oc(t, "extension", "inspect", "--json", "layoutext")
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &in))
+	require.NotNil(t, in.KVLayout)
+	assert.Equal(t, 1, *in.KVLayout)
+
 	// An older kv_version is refused, whether updated to or rolled back to.
 	before = treeListing(t, d.ConfigDir)
 	r = dd.oc(t, "extension", "update", "--yes", "--json", v1)
@@ -461,6 +473,25 @@ func TestBundledDiscoveryFromTheReleaseLayout(t *testing.T) {
 	assert.Equal(t, "ready", notes.State, notes.LastError)
 	now, _ := pkgStatus(t, d.Client, "agent")
 	assert.Equal(t, agent.PID, now.PID, "agent kept its process")
+
+	// A package removed by hand, not reloaded, is listed as the daemon
+	// still runs it.
+	r = oc(t, copyBin, nil, append([]string{"extension", "install", "--yes", "../../extensions/notes"}, flags...)...)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NoError(t, os.RemoveAll(filepath.Join(d.ConfigDir, "extensions", "notes")))
+	r = oc(t, copyBin, nil, append([]string{"extension", "list", "--json"}, flags...)...)
+	require.Equal(t, 0, r.code, r.stderr)
+	var entries []packages.Entry
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &entries))
+	var gone *packages.Entry
+	for i, e := range entries {
+		if e.Name == "notes" && e.Origin == packages.OriginInstalled {
+			gone = &entries[i]
+		}
+	}
+	require.NotNil(t, gone, "%s", r.stdout)
+	assert.Equal(t, "ready", gone.State)
+	assert.Contains(t, gone.LastError, "not on disk any more")
 }
 
 // TestRemoveRefusesWhenTheBundledReleaseCannotRun: removing an installed
