@@ -31,7 +31,7 @@ func TestExtensionRunUsage(t *testing.T) {
 // answers initialize with the manifest in its directory, which is valid
 // and names exactly this command.
 func TestExtensionRunServesBundled(t *testing.T) {
-	for _, name := range []string{"notes", "runner"} {
+	for _, name := range []string{"notes", "runner", "schedule"} {
 		t.Run(name, func(t *testing.T) {
 			dir := filepath.Join("..", "..", "extensions", name)
 			report := validateManifest(dir)

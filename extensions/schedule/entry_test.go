@@ -146,7 +146,7 @@ func TestJobNextIsMonotonic(t *testing.T) {
 func BenchmarkJobNext(b *testing.B) {
 	e, err := schedule.ParseEntry([]byte(`{"jobs": [
 		{"name": "daily", "schedule": "0 0 9 * * *", "timezone": "Europe/Paris"},
-		{"name": "leap-monday", "schedule": "59 59 23 29 2 *", "timezone": "Europe/Paris"}
+		{"name": "leap-day", "schedule": "59 59 23 29 2 *", "timezone": "Europe/Paris"}
 	]}`))
 	require.NoError(b, err)
 	from := time.Date(2028, 3, 1, 0, 0, 0, 0, time.UTC)
