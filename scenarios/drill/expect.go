@@ -154,12 +154,23 @@ func cmdExpect(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("expect: unknown kind %q: want event, work, exec, wait, kv or none", kind)
 	}
 	ts.Check(err)
-	for _, g := range got {
+	listed := clipList(got)
+	for _, g := range listed {
 		fmt.Fprintln(ts.Stdout(), g)
 	}
 	if len(got) != want {
-		ts.Fatalf("expect %s: %d match %s, want %d:\n%s", kind, len(got), f, want, strings.Join(got, "\n"))
+		ts.Fatalf("expect %s: %d match %s, want %d:\n%s", kind, len(got), f, want, strings.Join(listed, "\n"))
 	}
+}
+
+// maxListed bounds what expect prints of what matched.
+const maxListed = 20
+
+func clipList(got []string) []string {
+	if len(got) <= maxListed {
+		return got
+	}
+	return append(got[:maxListed:maxListed], fmt.Sprintf("… and %d more", len(got)-maxListed))
 }
 
 func parseCount(word string) (int, error) {
