@@ -96,6 +96,12 @@ func BenchmarkHostCallback(b *testing.B) {
 func BenchmarkArtifact(b *testing.B) {
 	b.Run("goroutine", func(b *testing.B) { benchmarkArtifact(b, "peer") })
 	b.Run("inline", func(b *testing.B) { benchmarkArtifact(b, "peer-inline") })
+	// The caller scanning every chunk it encodes for the strict rule, as
+	// before encodesStrict, for the ratio in the same run.
+	b.Run("inline-scanned", func(b *testing.B) {
+		b.Cleanup(jsonrpc.SetAlwaysCheckStrict(true))
+		benchmarkArtifact(b, "peer-inline")
+	})
 }
 
 func benchmarkArtifact(b *testing.B, peer string) {

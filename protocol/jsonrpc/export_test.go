@@ -7,3 +7,13 @@ var ValidJSON = validJSON
 // CheckStrict exposes the strict JSON rule's check (strict.go) to the fuzz
 // target that compares it with what encoding/json and utf8 see.
 var CheckStrict = checkStrict
+
+// EncodesStrict exposes the types whose encoding is strict by construction.
+var EncodesStrict = encodesStrict
+
+// SetAlwaysCheckStrict makes every encoded value be scanned for the strict
+// rule, as before encodesStrict, for a benchmark's baseline.
+func SetAlwaysCheckStrict(on bool) (restore func()) {
+	alwaysCheckStrict = on
+	return func() { alwaysCheckStrict = false }
+}
