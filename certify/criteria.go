@@ -305,7 +305,7 @@ var criteria = []Criterion{
 	{
 		ID:      "routes/display",
 		Title:   "Route display within limits",
-		Checks:  "each route decision's display keeps the display limits (one line per field; title 200, ref 40, requester 100, label 60 and URL 2048 bytes; at most 8 links) and links only to http or https URLs",
+		Checks:  "each route decision's display, for certification's Events and for the same Events with long and multi-line strings in their payloads, keeps the display limits (one line per field; title 200, ref 40, requester 100, label 60 and URL 2048 bytes; at most 8 links) and links only to http or https URLs",
 		Section: sectionDisplay,
 		Applies: func(m *protocol.Manifest) (bool, string) {
 			if len(m.Provides.Routes) == 0 {
@@ -353,6 +353,22 @@ var criteria = []Criterion{
 		Section: sectionSchemas,
 		Applies: declares("the manifest declares no payload schema", func(m *protocol.Manifest) bool { return len(m.Provides.Schemas) > 0 }),
 		Check:   conformance.CheckPackageSchemasCurrent,
+	},
+	{
+		ID:      "schemas/readable",
+		Title:   "Unreadable payloads are no match",
+		Checks:  "route.match answers an Event whose own payload is newer than the package writes, retired or undeclared as no match, and reads the author's older listed payloads (certify/inputs.json) through their upcast without refusing them",
+		Section: sectionSchemas,
+		Applies: func(m *protocol.Manifest) (bool, string) {
+			if len(m.Provides.Routes) == 0 {
+				return false, "the manifest declares no route handler"
+			}
+			if ok, _ := declaresFamilies(m); !ok {
+				return false, "the manifest declares no event family"
+			}
+			return true, ""
+		},
+		Check: conformance.CheckPackageSchemasReadable,
 	},
 	{
 		ID:      "tasks/interval",

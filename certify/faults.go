@@ -52,6 +52,9 @@ const (
 	FaultHung FaultVerdict = "hung"
 	// FaultHarnessError: the runner broke; nothing is known.
 	FaultHarnessError FaultVerdict = "harness_error"
+	// FaultNotExercised: the rule never fired (no message it matches
+	// crossed), so the run says nothing of it: never a survival.
+	FaultNotExercised FaultVerdict = "not_exercised"
 )
 
 // FaultResult is one rule's pass.
@@ -151,6 +154,9 @@ func RunFaults(ctx context.Context, cfg Config, rules []string, progress io.Writ
 		arm.mu.Lock()
 		res.Fired = arm.fired
 		arm.mu.Unlock()
+		if res.Fired == 0 && (res.Verdict == FaultSurvived || res.Verdict == FaultFailedCleanly) {
+			res.Verdict = FaultNotExercised
+		}
 		if err != nil && res.Verdict != FaultHung {
 			res.Verdict = FaultHarnessError
 			res.Broken = append(res.Broken, err.Error())

@@ -129,6 +129,15 @@ func TestFaultPassCatchesAPackageThatHangs(t *testing.T) {
 	assert.Equal(t, "hung", doc.Rules[1].Verdict)
 }
 
+// A rule no message matches never fires: the pass reports it as not
+// exercised, never as survived.
+func TestFaultPassNamesARuleThatNeverFired(t *testing.T) {
+	results := runFaults(t, filepath.Join("..", "extensions", "notes"), "^lifecycle/handshake$", 20*time.Second, "crash method=no.such.method")
+	assert.Equal(t, certify.FaultNotExercised, results[0].Verdict, "%+v", results[0])
+	assert.Zero(t, results[0].Fired)
+	assert.Equal(t, certify.ExitOK, certify.FaultsExitCode(results), "the package is not to blame")
+}
+
 func TestJudgeFaults(t *testing.T) {
 	report := func(rs ...certify.Result) certify.Report { return certify.Report{Results: rs} }
 	pass := certify.Result{ID: "a/pass", Status: certify.StatusPass}

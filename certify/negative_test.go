@@ -39,9 +39,11 @@ var weakened = map[string]string{
 	"weak-nonidempotent-op":  "operations/idempotent",
 	"weak-refuse-input":      "operations/idempotent",
 	"weak-restless-scan":     "ingress/stable-scan",
+	"weak-schema-blind":      "schemas/readable",
 	"weak-serve-before-init": "wire/initialize-first",
 	"weak-slow-task":         "tasks/interval",
 	"weak-stray-stdout":      "lifecycle/stdout-hygiene",
+	"weak-unclipped-display": "routes/display",
 	"weak-undeclared-call":   "permissions/declared",
 	"weak-unknown-method":    "wire/method-not-found",
 	"weak-unscoped-kv":       "kv/scoping",
@@ -56,11 +58,11 @@ var mustPass = func() map[string][]string {
 		"permissions/declared", "validate/answers", "wire/initialize-first", "wire/malformed-closes", "wire/method-not-found"}
 	return map[string][]string{
 		"notes": append([]string{"cancellation/honoured", "checks/shape", "emissions/atomic", "emissions/idempotent", "ingress/stable-scan", "kv/atomicity",
-			"kv/scoping", "operations/idempotent", "routes/display", "routes/pure", "routes/samples", "schemas/current-version",
+			"kv/scoping", "operations/idempotent", "routes/display", "routes/pure", "routes/samples", "schemas/current-version", "schemas/readable",
 			"tasks/interval", "transactions/deadline"}, lifecycle...),
 		"runner": append([]string{"cancellation/honoured", "executor/controls", "executor/lifecycle"}, lifecycle...),
 		"pynotes": append([]string{"cancellation/honoured", "kv/atomicity", "kv/scoping", "operations/idempotent", "routes/display",
-			"routes/pure"}, lifecycle...),
+			"routes/pure", "schemas/readable"}, lifecycle...),
 	}
 }()
 

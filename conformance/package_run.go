@@ -39,6 +39,7 @@ func PackageChecks() []PackageCheck {
 		{"routes_pure", CheckPackageRoutesPure},
 		{"route_samples", CheckPackageRouteSamples},
 		{"schemas_current", CheckPackageSchemasCurrent},
+		{"schemas_readable", CheckPackageSchemasReadable},
 		{"tasks", CheckPackageTasks},
 		{"in_transaction_deadline", CheckPackageInTransactionDeadline},
 		{"validate", CheckPackageValidate},

@@ -266,8 +266,52 @@ func CheckPackageRoutesPure(ctx context.Context, d PackageDriver) error {
 	return errors.Join(errs...)
 }
 
+// stretched are variants of e whose payload's top-level strings are long
+// (well past every display limit) or run over several lines: a display
+// built from them must still keep the limits. A payload that is not a
+// JSON object, or has no string, gives none.
+func stretched(e protocol.Event) []protocol.Event {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(e.Payload, &fields) != nil {
+		return nil
+	}
+	var out []protocol.Event
+	for n, stretch := range []func(string) string{
+		func(v string) string { return v + " " + strings.Repeat("long ", 600) },
+		func(v string) string { return v + "\nsecond line\r\nthird line\ttabbed" },
+	} {
+		changed := map[string]json.RawMessage{}
+		for k, raw := range fields {
+			var v string
+			if json.Unmarshal(raw, &v) == nil && k != "id" {
+				raw, _ = json.Marshal(stretch(v))
+			}
+			changed[k] = raw
+		}
+		payload, _ := json.Marshal(changed)
+		if string(payload) == string(mustCompact(e.Payload)) {
+			continue
+		}
+		x := e
+		x.DeliveryID = fmt.Sprintf("%s-stretched-%d", e.DeliveryID, n+1)
+		x.ID = protocol.EmittedEventID(x.Source, x.DeliveryID)
+		x.Root, x.Payload = x.ID, payload
+		out = append(out, x)
+	}
+	return out
+}
+
+// mustCompact is raw re-encoded as a map would be, for comparing.
+func mustCompact(raw json.RawMessage) []byte {
+	var v map[string]json.RawMessage
+	_ = json.Unmarshal(raw, &v)
+	out, _ := json.Marshal(v)
+	return out
+}
+
 // CheckPackageRoutesDisplay matches each Event with each route handler that
-// declares a display: every display a decision carries must keep the
+// declares a display, and each again with long and multi-line strings in
+// its payload (stretched): every display a decision carries must keep the
 // display limits and link only to http or https URLs.
 func CheckPackageRoutesDisplay(ctx context.Context, d PackageDriver) error {
 	var errs []error
@@ -276,7 +320,12 @@ func CheckPackageRoutesDisplay(ctx context.Context, d PackageDriver) error {
 		if !r.Display {
 			continue
 		}
+		var events []protocol.Event
 		for _, e := range routeEvents(ctx, d, r) {
+			events = append(events, e)
+			events = append(events, stretched(e)...)
+		}
+		for _, e := range events {
 			var res protocol.RouteMatchResult
 			if err := d.Call(ctx, "route.match", protocol.RouteMatchParams{Handler: r.Handler, ScopeID: scope(d), Event: e}, &res); err != nil {
 				if !serving(err) {
