@@ -3,7 +3,10 @@ package schedule_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -190,4 +193,37 @@ func TestArmRetriesReentrantRefusals(t *testing.T) {
 	_, timers, err = run(t)
 	assert.ErrorIs(t, err, protocol.ErrReentrantCall, "the negative control: no retries, no pass")
 	assert.Empty(t, timers)
+}
+
+// TestHostedArmTaskPastOnePageOfTimers: with more job timers than the
+// host lists in one page of state.timers, a second pass still keeps every
+// one where it is, going by what the task recorded; without that record
+// it would re-arm the unlisted ones, moving an occurrence that is due.
+func TestHostedArmTaskPastOnePageOfTimers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("arms over a thousand timers")
+	}
+	var jobs []string
+	for i := range schedule.MaxJobs {
+		jobs = append(jobs, `{"name": "j`+strconv.Itoa(i)+`", "schedule": "@every 5m"}`)
+	}
+	config := json.RawMessage(`{"jobs": [` + strings.Join(jobs, ",") + `]}`)
+	var entries []protocol.ConfigEntry
+	for _, s := range []string{"s1", "s2", "s3", "s4"} {
+		entries = append(entries, protocol.ConfigEntry{ScopeID: s, ID: entryID, Type: schedule.Name, Config: config})
+	}
+	st := openStore(t)
+	remote := host.NewRemote(hostings[0].start(t, st, hookSecrets, configureParams(entries...)))
+	now := time.Date(2026, 1, 5, 8, 0, 0, 0, time.UTC)
+	n := 4 * schedule.MaxJobs
+	require.Greater(t, n, protocol.MaxPageLimit)
+	detail, err := remote.RunTask(testContext(t), schedule.TaskArm, now)
+	require.NoError(t, err)
+	assert.Equal(t, fmt.Sprintf("%d job timers armed, 0 kept, 0 cancelled", n), detail)
+	detail, err = remote.RunTask(testContext(t), schedule.TaskArm, now.Add(time.Minute))
+	require.NoError(t, err)
+	assert.Equal(t, fmt.Sprintf("0 job timers armed, %d kept, 0 cancelled", n), detail)
+	for key, due := range dues(storedTimers(t, st)) {
+		require.Equal(t, now.Add(5*time.Minute), due, "%s moved", key)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/open-conduit/open-conduit/protocol"
@@ -58,7 +59,9 @@ func timerPayloads(entries []entry) map[string]TimerPayload {
 // left alone, so a pass never moves an occurrence that is due; the timer
 // of a job no longer configured is cancelled, found in the host's list or
 // in NamespaceTimers (a timer in a scope that left the configuration is
-// not listed any more). A dry run arms and cancels nothing.
+// not listed any more). The host lists one page of timers; past it, a
+// job recorded in NamespaceTimers as armed with its current schedule is
+// kept. A dry run arms and cancels nothing.
 func (x *extension) arm(ctx context.Context, host *sdk.Host, p protocol.TaskRunParams) (protocol.TaskRunResult, error) {
 	entries, dryRun := x.snapshot()
 	if dryRun {
@@ -82,10 +85,18 @@ func (x *extension) arm(ctx context.Context, host *sdk.Host, p protocol.TaskRunP
 		return protocol.TaskRunResult{}, err
 	}
 
+	// state.timers is one page: when it is full, a timer it leaves out
+	// may be armed all the same, and NamespaceTimers says as what.
+	listFull := len(listed) >= protocol.MaxPageLimit
+
 	armed, kept, cancelled := 0, 0, 0
 	for _, key := range sortedKeys(want) {
 		tp := want[key]
-		if cur, ok := have[key]; ok && cur == tp {
+		cur, ok := have[key]
+		if !ok && listFull {
+			cur, ok = recorded[key]
+		}
+		if ok && cur == tp {
 			kept++
 			continue
 		}
@@ -111,7 +122,7 @@ func (x *extension) arm(ctx context.Context, host *sdk.Host, p protocol.TaskRunP
 	for key := range have {
 		stale[key] = true
 	}
-	for _, key := range recorded {
+	for key := range recorded {
 		stale[key] = true
 	}
 	for _, key := range sortedKeys(stale) {
@@ -129,9 +140,10 @@ func (x *extension) arm(ctx context.Context, host *sdk.Host, p protocol.TaskRunP
 	return protocol.TaskRunResult{Detail: fmt.Sprintf("%d job timers armed, %d kept, %d cancelled", armed, kept, cancelled)}, nil
 }
 
-// recordedTimers lists the timer keys NamespaceTimers holds.
-func recordedTimers(ctx context.Context, host *sdk.Host) ([]string, error) {
-	var keys []string
+// recordedTimers is what NamespaceTimers holds: the payload of every
+// timer the task armed, by key.
+func recordedTimers(ctx context.Context, host *sdk.Host) (map[string]TimerPayload, error) {
+	recorded := map[string]TimerPayload{}
 	cursor := ""
 	for {
 		page, err := retryReentrant(ctx, func() (protocol.KVListResult, error) {
@@ -141,18 +153,20 @@ func recordedTimers(ctx context.Context, host *sdk.Host) ([]string, error) {
 			return nil, fmt.Errorf("listing the recorded timers: %w", err)
 		}
 		for _, it := range page.Items {
-			keys = append(keys, it.Key)
+			var tp TimerPayload
+			_ = json.Unmarshal(it.Value, &tp) // an unreadable record matches no job, and is rewritten
+			recorded[it.Key] = tp
 		}
 		if page.Next == "" || len(page.Items) == 0 {
-			return keys, nil
+			return recorded, nil
 		}
 		cursor = page.Next
 	}
 }
 
-// recordTimers makes NamespaceTimers hold exactly want's keys.
-func recordTimers(ctx context.Context, host *sdk.Host, recorded []string, want map[string]TimerPayload) error {
-	if len(recorded) == len(want) && !slices.ContainsFunc(recorded, func(k string) bool { _, ok := want[k]; return !ok }) {
+// recordTimers makes NamespaceTimers hold exactly want.
+func recordTimers(ctx context.Context, host *sdk.Host, recorded, want map[string]TimerPayload) error {
+	if maps.Equal(recorded, want) {
 		return nil
 	}
 	record := recordTxn(recorded, want)
@@ -164,16 +178,16 @@ func recordTimers(ctx context.Context, host *sdk.Host, recorded []string, want m
 }
 
 // recordTxn is recordTimers' transaction.
-func recordTxn(recorded []string, want map[string]TimerPayload) func(t *sdk.Txn) error {
+func recordTxn(recorded, want map[string]TimerPayload) func(t *sdk.Txn) error {
 	return func(t *sdk.Txn) error {
-		for _, key := range recorded {
+		for _, key := range sortedKeys(recorded) {
 			if _, ok := want[key]; !ok {
 				t.Delete(NamespaceTimers, key)
 			}
 		}
 		for _, key := range sortedKeys(want) {
-			if !slices.Contains(recorded, key) {
-				if err := t.Put(NamespaceTimers, key, want[key].JobRef); err != nil {
+			if cur, ok := recorded[key]; !ok || cur != want[key] {
+				if err := t.Put(NamespaceTimers, key, want[key]); err != nil {
 					return err
 				}
 			}
