@@ -1,7 +1,11 @@
 package scenarios_test
 
 import (
+	"flag"
+	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -13,14 +17,71 @@ import (
 )
 
 // TestDrills replays every embedded drill (the copies the binary's drill
-// run replays) against the built binary; -run TestDrills/NAME runs one.
+// run replays) against the built binary, and those that need kill points
+// against a -tags faultinject build of it; -run TestDrills/NAME runs one.
 func TestDrills(t *testing.T) {
 	testbin.StatInputs(t, "..")
-	files, err := drill.Extract(t.TempDir())
+	list, err := drill.List()
 	require.NoError(t, err)
-	p := drill.Params(drill.Options{Binary: filepath.Join(binDir, "open-conduit")})
-	p.Files = files
-	testscript.Run(t, p)
+	var plain, faultinject []string
+	for _, d := range list {
+		if d.Needs == "faultinject" {
+			faultinject = append(faultinject, d.Name)
+		} else {
+			plain = append(plain, d.Name)
+		}
+	}
+	run := func(bin string, names []string) {
+		if len(names) == 0 {
+			return
+		}
+		files, err := drill.Extract(t.TempDir(), names...)
+		require.NoError(t, err)
+		p := drill.Params(drill.Options{Binary: bin})
+		p.Files = files
+		testscript.Run(t, p)
+	}
+	run(filepath.Join(binDir, "open-conduit"), plain)
+	if selects(t, faultinject) {
+		run(faultinjectBinary(t), faultinject)
+	}
+}
+
+// selects reports whether -run can select a subtest of t named by one of
+// names, so a run of other drills does not build the faultinject binary.
+func selects(t *testing.T, names []string) bool {
+	pattern := flag.Lookup("test.run").Value.String()
+	if pattern == "" {
+		return len(names) > 0
+	}
+	for _, n := range names {
+		for _, part := range strings.Split(pattern, "|") {
+			if sub, ok := strings.CutPrefix(part, t.Name()+"/"); !ok || strings.Contains(n, strings.Trim(sub, "^$()")) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+var (
+	faultinjectOnce sync.Once
+	faultinjectBin  string
+	faultinjectErr  error
+)
+
+// faultinjectBinary builds open-conduit with -tags faultinject once per
+// test binary: the daemon's kill points compiled in.
+func faultinjectBinary(t *testing.T) string {
+	t.Helper()
+	faultinjectOnce.Do(func() {
+		dir := filepath.Join(binDir, "faultinject")
+		if faultinjectErr = os.MkdirAll(dir, 0o755); faultinjectErr == nil {
+			faultinjectBin, faultinjectErr = testbin.BuildTags(dir, "faultinject")
+		}
+	})
+	require.NoError(t, faultinjectErr)
+	return faultinjectBin
 }
 
 // TestSoak kills the daemon with SIGKILL 20 times under webhook load from
@@ -38,5 +99,22 @@ func TestSoak(t *testing.T) {
 	assert.Zero(t, rep.Duplicated)
 	assert.Empty(t, rep.Unexpected)
 	assert.Equal(t, "ok", rep.Integrity)
+	assert.True(t, rep.Passed())
+}
+
+// TestSoakKillPoints: the soak on a faultinject build, each even round
+// ended by the daemon killing itself at one of the points a webhook's
+// life passes (each point twice), the odd ones from outside.
+func TestSoakKillPoints(t *testing.T) {
+	bin := faultinjectBinary(t)
+	rounds := 4 * len(drill.DefaultKillPoints)
+	rep, err := drill.Soak(t.Context(), drill.SoakOptions{Binary: bin, Rounds: rounds, KillPoints: drill.DefaultKillPoints})
+	require.NoError(t, err)
+	t.Logf("seed %d: %d kills from outside, %d at kill points, sent %d, acknowledged %d (%d deliveries), stored %d, lost %d, duplicated %d, integrity %s, %.1fs",
+		rep.Seed, rep.Kills, rep.KillPointKills, rep.Sent, rep.Acknowledged, rep.Deliveries, rep.Stored, rep.Lost, rep.Duplicated, rep.Integrity, rep.Elapsed)
+	assert.Equal(t, rounds/2, rep.KillPointKills, "every even round ended at its kill point")
+	assert.Zero(t, rep.Lost)
+	assert.Zero(t, rep.Duplicated)
+	assert.Empty(t, rep.Unexpected)
 	assert.True(t, rep.Passed())
 }

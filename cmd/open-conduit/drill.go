@@ -39,8 +39,9 @@ flags:
   --rounds N	how many kills (default 200)
   --senders N	concurrent senders (default 4)
   --seed N	the seed of the kill moments (default random, printed)
-  --kill-points LIST	comma-separated OPEN_CONDUIT_KILL_POINT values for the
-		rounds killed from inside (a faultinject build only)
+  --kill-points LIST	comma-separated OPEN_CONDUIT_KILL_POINT values (NAME or
+		NAME:N) for every other round, killed from inside (a faultinject
+		build only; its default is the points a webhook passes)
   --json	print the report as JSON
 Exit status: 0 when nothing was lost or duplicated, 1 otherwise, 2 for a
 usage error.
@@ -160,8 +161,11 @@ func drillSoakCommand(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	opts := drill.SoakOptions{Binary: bin, Rounds: *rounds, Senders: *senders, Seed: *seed, Progress: stderr}
-	if *points != "" {
+	switch {
+	case *points != "":
 		opts.KillPoints = strings.Split(*points, ",")
+	case drill.HasKillPoints(bin):
+		opts.KillPoints = drill.DefaultKillPoints
 	}
 	rep, err := drill.Soak(ctx, opts)
 	if err != nil {

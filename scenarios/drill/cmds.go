@@ -45,12 +45,13 @@ func noNeg(ts *testscript.TestScript, neg bool, name string) {
 	}
 }
 
-// cmdDaemon: daemon start|restart [NAME=VALUE…] [serve flags…] | stop | kill.
+// cmdDaemon: daemon start|restart [NAME=VALUE…] [serve flags…] | stop |
+// kill | exited.
 func cmdDaemon(ts *testscript.TestScript, neg bool, args []string) {
 	noNeg(ts, neg, "daemon")
 	s := state(ts)
 	if len(args) == 0 {
-		ts.Fatalf("usage: daemon start|restart [NAME=VALUE...] [serve flags...] | daemon stop | daemon kill")
+		ts.Fatalf("usage: daemon start|restart [NAME=VALUE...] [serve flags...] | daemon stop | daemon kill | daemon exited")
 	}
 	switch verb, rest := args[0], args[1:]; verb {
 	case "start":
@@ -63,6 +64,11 @@ func cmdDaemon(ts *testscript.TestScript, neg bool, args []string) {
 			rest = s.lastArgs
 		}
 		ts.Check(s.start(rest))
+	case "exited":
+		if len(rest) != 0 {
+			ts.Fatalf("usage: daemon exited (no arguments)")
+		}
+		ts.Check(s.exited())
 	case "stop", "kill":
 		if len(rest) != 0 {
 			ts.Fatalf("usage: daemon %s (no arguments)", verb)
@@ -73,7 +79,7 @@ func cmdDaemon(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Check(s.kill())
 		}
 	default:
-		ts.Fatalf("daemon: unknown verb %q: want start, stop, kill or restart", verb)
+		ts.Fatalf("daemon: unknown verb %q: want start, stop, kill, restart or exited", verb)
 	}
 }
 

@@ -142,6 +142,7 @@ func (s *script) start(args []string) error {
 	if !st.Ready {
 		return fmt.Errorf("the daemon printed ready but its status is not ready: %+v", st.Packages)
 	}
+	s.started = runningPackages(st)
 	s.progress("daemon %d started (pid %d)", s.starts, cmd.Process.Pid)
 	return nil
 }
@@ -176,23 +177,58 @@ func (s *script) kill() error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := s.ctx()
-	st, err := s.c.Status(ctx)
-	cancel()
+	st, err := s.statusNow()
 	if err != nil {
 		return fmt.Errorf("reading the packages before the kill: %w", err)
 	}
-	s.orphans = nil
-	for _, p := range st.Packages {
-		if p.PID > 0 {
-			s.orphans = append(s.orphans, p)
-		}
-	}
+	s.orphans = runningPackages(st)
 	_ = d.cmd.Process.Kill()
 	<-d.exited
 	s.reap()
 	s.progress("daemon killed (SIGKILL)")
 	return nil
+}
+
+// exited waits for the daemon to die on its own (a kill point's SIGKILL)
+// within the deadline, recording its packages for expect none.
+func (s *script) exited() error {
+	if s.d == nil {
+		return errors.New("no daemon runs: daemon start first")
+	}
+	d := s.d
+	s.orphans = s.started // the packages as they ran at the start
+	if st, err := s.statusNow(); err == nil {
+		s.orphans = runningPackages(st)
+	}
+	select {
+	case <-d.exited:
+	case <-time.After(s.within):
+		return fmt.Errorf("the daemon still runs after %v; its log:\n%s", s.within, s.logTail())
+	}
+	err := d.waitErr
+	s.reap()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		return fmt.Errorf("the daemon ended with %v, want its own SIGKILL (a kill point); its log:\n%s", err, s.logTail())
+	}
+	s.progress("the daemon killed itself")
+	return nil
+}
+
+func (s *script) statusNow() (client.Status, error) {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	return s.c.Status(ctx)
+}
+
+func runningPackages(st client.Status) []client.Package {
+	var out []client.Package
+	for _, p := range st.Packages {
+		if p.PID > 0 {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func (s *script) running() (*daemonProc, error) {

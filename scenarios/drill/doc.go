@@ -41,6 +41,9 @@
 //		SIGTERM; the daemon must exit 0
 //	daemon kill
 //		SIGKILL, after recording its package processes for expect none
+//	daemon exited
+//		wait for the daemon to die of its own SIGKILL (a kill point of a
+//		faultinject build), recording its packages for expect none
 //	daemon restart [NAME=VALUE...] [serve flags...]
 //		stop a running daemon, then start (the last start's arguments
 //		when none are given)

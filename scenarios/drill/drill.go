@@ -76,6 +76,7 @@ type script struct {
 	held      map[string]*heldRequest
 	orphans   []client.Package // the package processes at the last daemon kill
 	leftover  []int            // those expect none found still running
+	started   []client.Package // the package processes when the daemon got ready
 }
 
 func state(ts *testscript.TestScript) *script {

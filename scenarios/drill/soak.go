@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/open-conduit/open-conduit/client"
 	"github.com/open-conduit/open-conduit/extensions/notes"
+	"github.com/open-conduit/open-conduit/host/daemon"
 )
 
 // SoakOptions say how Soak runs.
@@ -30,8 +32,10 @@ type SoakOptions struct {
 	// Seed makes the kill moments reproducible (0: a random seed, reported).
 	Seed uint64
 	// KillPoints, for a faultinject build, are kill points
-	// (OPEN_CONDUIT_KILL_POINT values) the rounds take in turn, one per
-	// round, between rounds killed from outside at a random moment.
+	// (OPEN_CONDUIT_KILL_POINT values, NAME or NAME:N; without N a hit
+	// the seed chooses) the even rounds take in turn, the odd ones being
+	// killed from outside at a random moment. DefaultKillPoints are the
+	// points a webhook's life passes.
 	KillPoints []string
 	// Within bounds each wait (DefaultWithin when zero).
 	Within time.Duration
@@ -82,6 +86,16 @@ type SoakReport struct {
 func (r SoakReport) Passed() bool {
 	return r.Lost == 0 && r.Duplicated == 0 && len(r.Unexpected) == 0 && r.Integrity == "ok" && r.Acknowledged > 0
 }
+
+// DefaultKillPoints are the kill points a webhook delivery's life passes,
+// which a soak of a faultinject build takes in turn.
+var DefaultKillPoints = []string{
+	daemon.KillEventAcceptBefore, daemon.KillEventAcceptAfter,
+	daemon.KillIngressAckBefore, daemon.KillIngressAckAfter,
+}
+
+// HasKillPoints reports whether bin was built with -tags faultinject.
+func HasKillPoints(bin string) bool { return hasTag(bin, "faultinject") }
 
 // soakConfig serves notes' signed webhook in scope soak.
 const soakConfig = `{
@@ -148,6 +162,10 @@ func Soak(ctx context.Context, opts SoakOptions) (SoakReport, error) {
 		var point string
 		if len(opts.KillPoints) > 0 && round%2 == 0 {
 			point = opts.KillPoints[(round/2-1)%len(opts.KillPoints)]
+			if !strings.Contains(point, ":") {
+				// Which hit: a moment in the load, chosen by the seed.
+				point += ":" + strconv.Itoa(1+rng.IntN(4*opts.Senders))
+			}
 		}
 		args := []string{}
 		if point != "" {
