@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/open-conduit/open-conduit/host"
 	"github.com/open-conduit/open-conduit/host/daemon"
@@ -23,13 +24,19 @@ stopped when done; a package that cannot start has its objects refused
 with extension_unavailable. Every problem is listed with its JSON path and
 rule. A missing config.json is the empty configuration, which is valid.
 
+It is also the offline doctor: every check a started package declares
+offline runs (check.run, with the view of how the configuration uses the
+package) when an enabled scope uses the package, and is listed as doctor
+lists it (ok, info, warn or fail). No package is started for a check alone.
+
 flags:
   --config DIR  the config directory (default $XDG_CONFIG_HOME/open-conduit,
                 else ~/.config/open-conduit)
   --json        print the report as JSON
 
-Exit status: 0 when the configuration is valid, 1 when it is not (or cannot
-be read), 2 for a usage error.
+Exit status: 0 when the configuration is valid and no offline check fails,
+1 when it is not valid, a check fails or the configuration cannot be read,
+2 for a usage error.
 `
 
 // configCheckReport is the JSON form of `config check`.
@@ -99,6 +106,10 @@ func configCheckCommand(args []string, stdout, stderr io.Writer) int {
 	if !res.Valid {
 		return exitFail
 	}
+	if n := res.ChecksFailed(); n > 0 {
+		fmt.Fprintf(stderr, "open-conduit config check: %d checks failed\n", n)
+		return exitFail
+	}
 	return exitOK
 }
 
@@ -121,5 +132,11 @@ func printConfigCheck(w io.Writer, r configCheckReport) {
 	default:
 		fmt.Fprintf(w, "%s: invalid (%d problems)\n", r.File, len(r.Diagnostics))
 		printDiagnostics(w, r.Diagnostics)
+	}
+	if len(r.Checks) > 0 {
+		fmt.Fprintln(w, "offline checks:")
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		printDoctorChecks(tw, r.Checks)
+		_ = tw.Flush()
 	}
 }

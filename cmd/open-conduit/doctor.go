@@ -33,15 +33,7 @@ func doctorCommand(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return o.fail(err)
 		}
-		if code := o.print(rep, func(w *tabwriter.Writer) {
-			fmt.Fprintln(w, "CHECK\tSTATUS\tCODE\tDETAIL")
-			for _, ch := range rep.Checks {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", ch.Name, ch.Status, orDash(ch.Code), orDash(oneLine(ch.Detail, 160)))
-				for _, item := range ch.Items {
-					fmt.Fprintf(w, "  \t\t\t- %s\n", oneLine(item, 160))
-				}
-			}
-		}); code != exitOK {
+		if code := o.print(rep, func(w *tabwriter.Writer) { printDoctorChecks(w, rep.Checks) }); code != exitOK {
 			return code
 		}
 		if !rep.OK {
@@ -50,6 +42,18 @@ func doctorCommand(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitOK
 	})
+}
+
+// printDoctorChecks writes checks as doctor's table (doctor and the
+// offline checks of config check).
+func printDoctorChecks(w *tabwriter.Writer, checks []client.DoctorCheck) {
+	fmt.Fprintln(w, "CHECK\tSTATUS\tCODE\tDETAIL")
+	for _, ch := range checks {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", ch.Name, ch.Status, orDash(ch.Code), orDash(oneLine(ch.Detail, 160)))
+		for _, item := range ch.Items {
+			fmt.Fprintf(w, "  \t\t\t- %s\n", oneLine(item, 160))
+		}
+	}
 }
 
 func failed(rep client.DoctorReport) int {

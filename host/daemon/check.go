@@ -52,6 +52,20 @@ type OfflineCheck struct {
 	// Refused are the packages discovery did not admit; their types are
 	// unknown to the document.
 	Refused []client.Package `json:"refused,omitempty"`
+	// Checks are the results of the package checks declared offline, in
+	// doctor's shapes and names, in package then check order.
+	Checks []client.DoctorCheck `json:"checks,omitempty"`
+}
+
+// ChecksFailed counts the checks whose status is fail.
+func (c *OfflineCheck) ChecksFailed() int {
+	n := 0
+	for _, ch := range c.Checks {
+		if ch.Status == client.CheckFail {
+			n++
+		}
+	}
+	return n
 }
 
 // StartedPackage is one package an offline check started for validate.
@@ -73,6 +87,11 @@ type StartedPackage struct {
 // layout reads as current (nothing migrates) and OfflineStartTimeout; it is
 // stopped once the document is checked. A package that cannot start has
 // its objects refused with extension_unavailable, naming it.
+//
+// It is also offline doctor: each check a started package declares
+// offline (protocol.CheckDecl.Offline) runs through check.run, with the
+// view of how the document uses the package, when an enabled scope uses
+// it. No other package is started for it, and no other check runs.
 func CheckOffline(ctx context.Context, opts CheckOptions, doc []byte) (*OfflineCheck, error) {
 	if opts.ConfigDir == "" {
 		return nil, ErrNoDirectory
@@ -143,6 +162,9 @@ func CheckOffline(ctx context.Context, opts CheckOptions, doc []byte) (*OfflineC
 
 	out.Diagnostics = d.ValidateConfig(ctx, doc)
 	out.Valid = len(out.Diagnostics) == 0
+	if cfg, ds := ParseConfig(doc); len(ds) == 0 {
+		out.Checks = d.offlineChecks(ctx, cfg, starts)
+	}
 	for _, s := range starts {
 		if name, started, err := s.outcome(); started {
 			sp := StartedPackage{Name: name, Version: s.proc.Manifest().Version}
@@ -154,6 +176,44 @@ func CheckOffline(ctx context.Context, opts CheckOptions, doc []byte) (*OfflineC
 	}
 	slices.SortFunc(out.Started, func(a, b StartedPackage) int { return cmp.Compare(a.Name, b.Name) })
 	return out, nil
+}
+
+// offlineChecks runs, at once and each bounded by CheckTimeout, the
+// offline checks of the packages validate started (starts[i] is
+// d.pkgs[i]'s connection) that an enabled scope of cfg uses.
+func (d *Daemon) offlineChecks(ctx context.Context, cfg *Config, starts []*startOnCall) []client.DoctorCheck {
+	type job struct {
+		pr    *pkgRun
+		check string
+	}
+	var jobs []job
+	for i, s := range starts {
+		if _, started, err := s.outcome(); !started || err != nil {
+			// Never started for a check alone; one that failed to start
+			// is already a diagnostic.
+			continue
+		}
+		pr := d.pkgs[i]
+		if len(checkViewFor(d.opts.ConfigDir, cfg, d.catalogue(), pr.pkg.Manifest).Scopes) == 0 {
+			// Only a disabled scope uses it.
+			continue
+		}
+		for _, c := range pr.pkg.Manifest.Provides.Checks {
+			if c.Offline {
+				jobs = append(jobs, job{pr, c.Name})
+			}
+		}
+	}
+	out := make([]client.DoctorCheck, len(jobs))
+	var wg sync.WaitGroup
+	for i, j := range jobs {
+		wg.Go(func() { out[i] = d.runPackageCheck(ctx, j.pr, j.check, false, cfg) })
+	}
+	wg.Wait()
+	slices.SortStableFunc(out, func(a, b client.DoctorCheck) int {
+		return cmp.Or(cmp.Compare(a.Package, b.Package), cmp.Compare(a.Name, b.Name))
+	})
+	return out
 }
 
 // startOnCall is a package's connection that starts the process at its
