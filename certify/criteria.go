@@ -398,6 +398,16 @@ var criteria = []Criterion{
 		Check: conformance.CheckPackageValidate,
 	},
 	{
+		ID:      "wait/progress",
+		Title:   "Wait progress within bounds",
+		Checks:  "every wait.progress the package sends, over the run with every declared surface exercised, is one line of at most 120 bytes, for a Work whose active Wait it declared",
+		Section: sectionDisplay,
+		Applies: declares("the manifest declares no wait operation", func(m *protocol.Manifest) bool {
+			return slices.ContainsFunc(m.Provides.Operations, func(o protocol.OperationDecl) bool { return o.Kind == protocol.OperationKindWait })
+		}),
+		Check: conformance.CheckPackageWaitProgress,
+	},
+	{
 		ID:      "wire/initialize-first",
 		Title:   "Nothing served before initialize",
 		Checks:  "before initialize, configure, validate, every host-to-extension method the manifest enables and shutdown are each refused; initialize and configure then succeed",

@@ -54,7 +54,7 @@ func TestRegistryCoversTheRules(t *testing.T) {
 		"executor/lifecycle", "executor/controls", "transactions/deadline", "cancellation/honoured",
 		// Criteria version 2.
 		"wire/method-not-found", "wire/initialize-first", "wire/malformed-closes", "lifecycle/sigterm",
-		"checks/shape", "tasks/interval", "validate/answers", "permissions/declared", "ingress/stable-scan", "schemas/readable",
+		"checks/shape", "tasks/interval", "validate/answers", "permissions/declared", "ingress/stable-scan", "schemas/readable", "wait/progress",
 	} {
 		_, ok := certify.Lookup(id)
 		assert.True(t, ok, id)

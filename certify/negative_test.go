@@ -35,6 +35,7 @@ var weakened = map[string]string{
 	"weak-ignore-sigterm":    "lifecycle/sigterm",
 	"weak-impure-route":      "routes/pure",
 	"weak-lenient-reader":    "wire/malformed-closes",
+	"weak-long-progress":     "wait/progress",
 	"weak-nonatomic-emit":    "emissions/atomic",
 	"weak-nonidempotent-op":  "operations/idempotent",
 	"weak-refuse-input":      "operations/idempotent",

@@ -255,3 +255,63 @@ func CheckPackagePermissions(ctx context.Context, d PackageDriver) error {
 	}
 	return errors.Join(errs...)
 }
+
+// WaitProgressBytes bounds a wait's progress line.
+const WaitProgressBytes = 120
+
+// CheckPackageWaitProgress exercises every declared surface, then reads
+// every wait.progress the package sent over the run so far: each must be
+// one line of at most WaitProgressBytes, and for a Work whose active Wait
+// is its own (the host answers another's unauthorized). A package that
+// set no progress is not applicable.
+func CheckPackageWaitProgress(ctx context.Context, d PackageDriver) error {
+	if err := exercise(ctx, d); err != nil {
+		return err
+	}
+	msgs := decodeWire(d.Wire(), 0)
+	var errs []error
+	sent := 0
+	for i, c := range msgs {
+		if !c.fromExtension || !c.json || !c.request() || c.Method != "wait.progress" {
+			continue
+		}
+		sent++
+		var p protocol.WaitProgressParams
+		if err := json.Unmarshal(c.Params, &p); err != nil {
+			errs = append(errs, atWire(c.index, fmt.Errorf("wait.progress params do not decode: %v", err)))
+			continue
+		}
+		if !oneLine(p.Progress) {
+			errs = append(errs, atWire(c.index, fmt.Errorf("wait.progress for Work %s is not one line: %q", clip(p.WorkID, 60), clip(p.Progress, 160))))
+		}
+		if len(p.Progress) > WaitProgressBytes {
+			errs = append(errs, atWire(c.index, fmt.Errorf("wait.progress for Work %s is %d bytes; at most %d", clip(p.WorkID, 60), len(p.Progress), WaitProgressBytes)))
+		}
+		for _, a := range msgs[i+1:] {
+			if !a.fromExtension && a.json && !a.request() && string(a.ID) == string(c.ID) {
+				if a.errorCode() == protocol.CodeUnauthorized {
+					errs = append(errs, atWire(c.index, fmt.Errorf("wait.progress for Work %s, whose active Wait the package did not declare (the host answered unauthorized)", clip(p.WorkID, 60))))
+				}
+				break
+			}
+		}
+	}
+	if len(errs) == 0 && sent == 0 {
+		return notApplicable("the package set no wait progress while certification exercised it")
+	}
+	return errors.Join(distinct(errs)...)
+}
+
+// distinct keeps the first of errors with the same message: a defect the
+// package repeats on every call is reported once.
+func distinct(errs []error) []error {
+	seen := map[string]bool{}
+	var out []error
+	for _, err := range errs {
+		if !seen[err.Error()] {
+			seen[err.Error()] = true
+			out = append(out, err)
+		}
+	}
+	return out
+}

@@ -43,6 +43,7 @@ func PackageChecks() []PackageCheck {
 		{"tasks", CheckPackageTasks},
 		{"in_transaction_deadline", CheckPackageInTransactionDeadline},
 		{"validate", CheckPackageValidate},
+		{"wait_progress", CheckPackageWaitProgress},
 		{"initialize_first", CheckPackageInitializeFirst},
 		{"malformed_input", CheckPackageMalformedInput},
 		{"method_not_found", CheckPackageMethodNotFound},
