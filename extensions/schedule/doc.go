@@ -11,20 +11,30 @@
 //     seconds, or a descriptor such as @daily or @every 5m) and an
 //     optional IANA time zone (the entry's timezone, else UTC); validate
 //     refuses a bad spec, zone or name with the field's JSON path
-//     (ParseEntry), and describes an entry one line per job;
+//     (ParseEntry) and never quotes the value, and describes an entry one
+//     line per job;
 //   - a recurrence, schedule-cron: a task, schedule-arm, arms a timer per
 //     job (of enabled and disabled entries alike: a disabled scope's
-//     timers stay armed), and the host asks recurrence.next for the next
-//     occurrence inside each fire transaction, which computes it from the
-//     timer and the host's clock alone;
+//     timers stay armed and fire, and with no routes there nothing runs),
+//     re-arms one whose schedule or zone changed and cancels the timer of
+//     a job no longer configured; the host asks recurrence.next for the
+//     next occurrence inside each fire transaction, which computes it
+//     from the timer and the host's clock alone;
 //   - a route handler, schedule, that sends each firing to its job's
-//     standing Work (kind schedule-job, titled with the job's name), and
-//     a trigger (work_kind.trigger) that picks which of the pending inputs
-//     a run starts from; the binding's executor runs the job;
+//     standing Work (kind schedule-job, one per entry and job, titled with
+//     the job's name) and offers a trigger as a route trace's sample, and
+//     a work kind trigger (work_kind.trigger) that starts a run from the
+//     newest on-demand trigger, else the newest firing; the binding's
+//     executor runs the job;
 //   - a webhook for each entry that names a schedule-webhook connection:
 //     POST /schedule/<scope>/<entry>/<job>/<token> triggers the job on
 //     demand, the token compared in constant time with the connection's,
-//     which schedule obtains through secret.resolve.
+//     which schedule obtains through secret.resolve; requests with the
+//     same Idempotency-Key are one trigger.
+//
+// The host refuses every call of the extension while one of its
+// in-transaction calls is outstanding (reentrant_call), so the task and
+// the webhook make a refused call again once it can have ended.
 //
 // The protocol's catalogue names target.resolve for "job:" wait targets,
 // but carries no wire types for it and the SDK serves no targets surface,
