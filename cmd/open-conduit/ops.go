@@ -162,6 +162,16 @@ func printDiagnostics(w io.Writer, ds []client.Diagnostic) {
 	}
 }
 
+// printWarnings lists the packages' warnings about objects they accepted
+// (rule package_warning) under a heading, as printDiagnostics does.
+func printWarnings(w io.Writer, ws []client.Diagnostic) {
+	if len(ws) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "warnings (%d):\n", len(ws))
+	printDiagnostics(w, ws)
+}
+
 // print writes v as JSON with --json, or the table text renders.
 func (o *opsCommand) print(v any, table func(w *tabwriter.Writer)) int {
 	if o.json {
@@ -621,10 +631,11 @@ func configValidateCommand(args []string, stdout, stderr io.Writer) int {
 		code := o.print(res, func(w *tabwriter.Writer) {
 			if res.Valid {
 				fmt.Fprintf(w, "%s: valid\n", o.args[0])
-				return
+			} else {
+				fmt.Fprintf(w, "%s: invalid (%d problems)\n", o.args[0], len(res.Diagnostics))
+				printDiagnostics(w, res.Diagnostics)
 			}
-			fmt.Fprintf(w, "%s: invalid (%d problems)\n", o.args[0], len(res.Diagnostics))
-			printDiagnostics(w, res.Diagnostics)
+			printWarnings(w, res.Warnings)
 		})
 		if code == exitOK && !res.Valid {
 			return exitFail
@@ -643,16 +654,30 @@ func configApplyCommand(args []string, stdout, stderr io.Writer) int {
 		return o.fail(err)
 	}
 	return o.call(func(ctx context.Context, c *client.Client) int {
+		// Only validate answers the packages' warnings: ask it first, so
+		// an apply shows them whether it is refused or accepted.
+		checked, err := c.ValidateConfig(ctx, doc)
+		if err != nil {
+			return o.fail(err)
+		}
 		gen, err := c.ApplyConfig(ctx, doc)
 		if err != nil {
 			var apiErr *client.Error
-			if o.json && errors.As(err, &apiErr) && apiErr.Code == client.CodeConfigInvalid {
-				o.print(client.ConfigResult{Valid: false, Diagnostics: apiErr.Diagnostics}, nil)
+			if errors.As(err, &apiErr) && apiErr.Code == client.CodeConfigInvalid {
+				if o.json {
+					o.print(client.ConfigResult{Valid: false, Diagnostics: apiErr.Diagnostics, Warnings: checked.Warnings}, nil)
+				}
+				code := o.fail(err)
+				if !o.json {
+					printWarnings(o.stderr, checked.Warnings)
+				}
+				return code
 			}
 			return o.fail(err)
 		}
-		return o.print(client.ConfigResult{Valid: true, Generation: &gen}, func(w *tabwriter.Writer) {
+		return o.print(client.ConfigResult{Valid: true, Generation: &gen, Warnings: checked.Warnings}, func(w *tabwriter.Writer) {
 			fmt.Fprintf(w, "applied %s as generation %d (%s)\n", o.args[0], gen.Number, gen.Hash)
+			printWarnings(w, checked.Warnings)
 		})
 	})
 }
