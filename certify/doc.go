@@ -40,6 +40,15 @@
 // line, the write made again), or else the last messages of the
 // criterion, and the tail of the package's stderr.
 //
+// Coverage, stated: after the criteria, the runner reads the wire and lists
+// as uncovered every host-to-extension surface the manifest declares (per
+// declared name for tasks, checks, routes, operations, recurrences,
+// triggers, executors, ingress types and validate's types) that no
+// criterion of the run had the package answer with a result, with the
+// reason (unjudged names the surfaces no criterion of this version calls).
+// Text, JSON and JUnit (a skipped case of type uncovered) list them and
+// the summary counts them; they never fail the run.
+//
 // Inputs: the criteria call the package with the inputs its author gives
 // in certify/inputs.json (conformance.Inputs; a bad file is a usage
 // error naming its JSON path), and otherwise with inputs built from the
