@@ -10,7 +10,8 @@
 // Each drill's comment names the crash-table row (or spec section) it
 // drills on a "# row:" line. Every drill runs in its own work directory
 // with $WORK/config and $WORK/state as the daemon's directories, the
-// binary first on PATH, $NOTES_WEBHOOK_SECRET set and $NOTES_TEST_HOLD_FIFO
+// binary first on PATH and named by $OPEN_CONDUIT (a job's command calls
+// it by that path), $NOTES_WEBHOOK_SECRET set and $NOTES_TEST_HOLD_FIFO
 // naming a FIFO for notes' test hold. The condition [faultinject] holds
 // when the binary was built with -tags faultinject.
 //
