@@ -17,3 +17,11 @@ func SetAlwaysCheckStrict(on bool) (restore func()) {
 	alwaysCheckStrict = on
 	return func() { alwaysCheckStrict = false }
 }
+
+// SetMaxIdleHandlers sets how many handler goroutines a Conn keeps parked;
+// 0 starts a goroutine for every request, as before they were kept.
+func SetMaxIdleHandlers(n int32) (restore func()) {
+	old := maxIdleHandlers
+	maxIdleHandlers = n
+	return func() { maxIdleHandlers = old }
+}
