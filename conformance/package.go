@@ -506,7 +506,7 @@ func recurrenceParams(d PackageDriver, name string) protocol.RecurrenceNextParam
 }
 
 func triggerParams(d PackageDriver, kind string) protocol.WorkKindTriggerParams {
-	return protocol.WorkKindTriggerParams{Kind: kind, Inputs: []protocol.Event{},
+	return protocol.WorkKindTriggerParams{Kind: kind, Inputs: append([]protocol.Event{}, syntheticEvents(d)...),
 		Work: protocol.Work{ID: "work-certify-" + kind, ScopeID: scope(d), Kind: kind, State: "open", Revision: 1,
 			CreatedAt: certifyNow, UpdatedAt: certifyNow}}
 }
