@@ -76,7 +76,8 @@ func awaitJobRun(ctx context.Context, t *testing.T, c *client.Client, after int6
 // Work on the runner; the next occurrence (re-armed inside the fire
 // transaction) runs the same Work again. The disabled scope's timer stays
 // armed and fires, and runs nothing. The job's webhook runs it on demand
-// with the connection's token, and refuses a wrong one.
+// with the connection's token, and refuses a wrong one. The daemon's
+// config validation refuses a bad schedule or zone with its path.
 func TestScheduleJobsThroughTheDaemon(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the built binary")
@@ -183,5 +184,27 @@ func TestScheduleJobsThroughTheDaemon(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 1, triggers, "the retried trigger was accepted once")
+
+	// The daemon asks schedule's validate: a bad spec or zone is refused
+	// with the field's path, without quoting it; an entry without jobs is
+	// valid with a warning.
+	bad := `{"scopes": [{"id": "home", "entries": [{"id": "jobs", "type": "schedule", "config": {"jobs": [
+		{"name": "ok", "schedule": "@hourly"}, {"name": "typo", "schedule": "0 0 25 * * *"}]}},
+		{"id": "zoned", "type": "schedule", "config": {"timezone": "Mars/Olympus"}}]}]}`
+	checked, err := c.ValidateConfig(ctx, []byte(bad))
+	require.NoError(t, err)
+	assert.False(t, checked.Valid)
+	got := map[string]string{}
+	for _, dg := range checked.Diagnostics {
+		got[dg.Path] = dg.Message
+	}
+	assert.Contains(t, got["$.scopes[0].entries[0]"], "jobs[1].schedule: is not a cron schedule", "%v", checked.Diagnostics)
+	assert.Contains(t, got["$.scopes[0].entries[1]"], "timezone: is not an IANA time zone", "%v", checked.Diagnostics)
+	assert.NotContains(t, got["$.scopes[0].entries[1]"], "Olympus")
+	checked, err = c.ValidateConfig(ctx, []byte(`{"scopes": [{"id": "home", "entries": [{"id": "jobs", "type": "schedule"}]}]}`))
+	require.NoError(t, err)
+	assert.True(t, checked.Valid, "%v", checked.Diagnostics)
+	require.Len(t, checked.Warnings, 1)
+	assert.Contains(t, checked.Warnings[0].Message, "lists no jobs")
 	require.NoError(t, d.Stop())
 }
