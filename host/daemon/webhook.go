@@ -179,7 +179,9 @@ func (w *webhookListener) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		status, code, msg := acceptRefusal(err)
 		if status != http.StatusConflict && status != http.StatusGatewayTimeout {
-			w.d.log.Error("webhook: the Events were not accepted", "package", pr.pkg.Name, "path", p, "err", err)
+			// The registered path, not the request's: what follows it may
+			// carry a secret (schedule's trigger token is a path segment).
+			w.d.log.Error("webhook: the Events were not accepted", "package", pr.pkg.Name, "path", wp, "err", err)
 		}
 		w.refuse(rw, status, code, "%s", msg)
 		return
