@@ -608,7 +608,10 @@ func TestClientCoversEveryRoute(t *testing.T) {
 		func() error { _, err := c.Doctor(ctx, true); return err },
 		func() error { _, err := c.ReloadPackages(ctx, nil); return ignore(err, client.ErrUnavailable) },
 		func() error { _, err := c.KVLayouts(ctx); return ignore(err, client.ErrUnavailable) },
-		func() error { _, err := c.KV(ctx, client.KVQuery{Package: "nope"}); return ignore(err, client.ErrNotFound) },
+		func() error {
+			_, err := c.KV(ctx, client.KVQuery{Package: "nope"})
+			return ignore(err, client.ErrNotFound)
+		},
 		func() error { return ignore(c.InjectFault(ctx, "nope", "close-stdout"), client.ErrNotFound) },
 		func() error { _, err := c.Faults(ctx, "nope"); return ignore(err, client.ErrNotFound) },
 		func() error { return ignore(c.ClearFaults(ctx, "nope"), client.ErrNotFound) },
