@@ -44,7 +44,9 @@
 //
 // CheckOffline is the same validation with no daemon and no store
 // (`open-conduit config check`): a package is started, for validate alone,
-// only when the document has objects its validate checks. Doctor (GET
+// only when the document has objects its validate checks, and the checks
+// it declares offline run through it when an enabled scope uses it (the
+// offline doctor). Doctor (GET
 // /v1/doctor) runs the daemon's own checks (extensions, store, lock,
 // telemetry) and every check a package declares, through check.run with
 // the read-only view of how the configuration uses that package.
