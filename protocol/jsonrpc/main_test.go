@@ -8,8 +8,10 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"runtime/pprof"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/open-conduit/open-conduit/conformance"
@@ -83,6 +85,11 @@ func rawLoop(answer func(line []byte) []byte) {
 
 func TestMain(m *testing.M) {
 	if name := os.Getenv(childEnv); name != "" {
+		// A late answer written after the host closed its end must fail
+		// with EPIPE, not kill the child with SIGPIPE (what Go does for a
+		// write to a broken stdout), so the child still exits cleanly at
+		// end of input.
+		signal.Ignore(syscall.SIGPIPE)
 		child, ok := children[name]
 		if !ok {
 			fmt.Fprintf(os.Stderr, "unknown child %q\n", name)
