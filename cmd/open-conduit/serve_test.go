@@ -313,13 +313,12 @@ func TestServeLogsJSONAndRefusesAnUnknownFormat(t *testing.T) {
 	assert.Contains(t, stderr.String(), "--log-format is text or json")
 }
 
-// A package that does not serve validate (the Python example answers
+// A package that does not serve validate (offlinecheck answers
 // method_not_found) has its objects accepted, as an older SDK's would be.
 func TestServeAcceptsObjectsOfAPackageWithoutValidate(t *testing.T) {
 	testbin.NeedPython(t)
-	pynotes := filepath.Join("..", "..", "testdata", "extensions", "pynotes")
-	d := daemontest.Start(t, daemontest.Options{Binary: daemonBinary(t), Packages: []string{pynotes}})
-	gen, err := d.Client.ApplyConfig(serveContext(t), []byte(`{"scopes": [{"id": "py", "entries": [{"id": "n", "type": "pynotes", "config": {"anything": 1}}]}]}`))
+	d := daemontest.Start(t, daemontest.Options{Binary: daemonBinary(t), Packages: []string{offlinecheckDir}})
+	gen, err := d.Client.ApplyConfig(serveContext(t), []byte(`{"scopes": [{"id": "py", "entries": [{"id": "n", "type": "offlinecheck", "config": {"anything": 1}}]}]}`))
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), gen.Number)
 }
