@@ -23,6 +23,7 @@ import (
 
 	"github.com/open-conduit/open-conduit/protocol"
 	"github.com/open-conduit/open-conduit/protocol/sdk"
+	"github.com/open-conduit/open-conduit/protocol/sdk/procwatch"
 )
 
 //go:embed open-conduit-extension.json
@@ -281,7 +282,7 @@ func start(dir, runID, command string, env map[string]string) (*job, *exec.Cmd, 
 	// One byte once the command runs; end of file if the job ended first.
 	_, _ = ready.Read(make([]byte, 1))
 	pid := cmd.Process.Pid
-	j := &job{rec: Recovery{RunID: runID, Dir: dir, PID: pid, PGID: pid, Start: processIdentity(pid)}, done: make(chan struct{})}
+	j := &job{rec: Recovery{RunID: runID, Dir: dir, PID: pid, PGID: pid, Start: procwatch.Identity(pid)}, done: make(chan struct{})}
 	return j, cmd, nil
 }
 
@@ -299,7 +300,7 @@ func (j *job) reap(cmd *exec.Cmd) {
 // watch waits for an adopted job (not this process's child) and settles
 // it from the status it recorded on disk.
 func (j *job) watch() {
-	_ = waitExit(context.Background(), j.rec.PID)
+	_ = procwatch.WaitExit(context.Background(), j.rec.PID)
 	j.settle(nil, nil)
 }
 
@@ -378,7 +379,7 @@ func (r *runner) recover(ctx context.Context, host *sdk.Host, p protocol.Executo
 	}
 	j := &job{rec: rec, done: make(chan struct{})}
 	switch {
-	case running(rec.PID, rec.Start):
+	case procwatch.Running(rec.PID, rec.Start):
 		go j.watch()
 	default:
 		if _, ok := readExit(rec.Dir); !ok {
@@ -485,12 +486,12 @@ func readMeta(dir string) (Recovery, bool, error) {
 // done, when known, closes once the job's leader has ended.
 func kill(rec Recovery, done <-chan struct{}) protocol.ExecutorStopResult {
 	pgid := rec.PGID
-	if cur := processIdentity(rec.PID); rec.Start != 0 && cur != 0 && cur != rec.Start {
+	if cur := procwatch.Identity(rec.PID); rec.Start != 0 && cur != 0 && cur != rec.Start {
 		// The pid is another process's now, which the kernel allows only
 		// once no group uses it: the job's group is gone.
 		return protocol.ExecutorStopResult{Stopped: true, Evidence: fmt.Sprintf("process group %d ended; its pid now names another process", pgid)}
 	}
-	if !groupAlive(pgid) {
+	if !procwatch.GroupAlive(pgid) {
 		return protocol.ExecutorStopResult{Stopped: true, Evidence: fmt.Sprintf("process group %d has no process left", pgid)}
 	}
 	_ = syscall.Kill(-pgid, syscall.SIGTERM)
@@ -501,17 +502,17 @@ func kill(rec Recovery, done <-chan struct{}) protocol.ExecutorStopResult {
 		case <-grace.Done():
 		}
 	} else {
-		waitGroupGone(grace, pgid)
+		procwatch.WaitGroupGone(grace, pgid)
 	}
 	cancel()
 	signals := "SIGTERM"
-	if groupAlive(pgid) {
+	if procwatch.GroupAlive(pgid) {
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		signals = "SIGTERM, then SIGKILL"
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), stopConfirm)
 	defer cancel()
-	if !waitGroupGone(ctx, pgid) {
+	if !procwatch.WaitGroupGone(ctx, pgid) {
 		return protocol.ExecutorStopResult{Stopped: false, Evidence: fmt.Sprintf("process group %d still has processes after %s", pgid, signals)}
 	}
 	return protocol.ExecutorStopResult{Stopped: true, Evidence: fmt.Sprintf("process group %d has no process left after %s", pgid, signals)}
@@ -526,7 +527,7 @@ func (r *runner) forget(ctx context.Context, host *sdk.Host, p protocol.Executor
 		if err != nil {
 			return protocol.ExecutorForgetResult{}, err
 		}
-		if found && running(rec.PID, rec.Start) {
+		if found && procwatch.Running(rec.PID, rec.Start) {
 			return protocol.ExecutorForgetResult{}, protocol.Errorf(protocol.CodeConflict, "run %q is still running: stop it first", p.RunID)
 		}
 		return protocol.ExecutorForgetResult{}, os.RemoveAll(dir)

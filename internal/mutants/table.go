@@ -314,7 +314,7 @@ func executorMutants(pkg string) []Mutant {
 		{
 			Name: pkg + "/recover-does-not-watch", Caught: "executor/lifecycle",
 			Breaks: "an adopted run is watched again and reports its real end",
-			Edits:  []Edit{edit(file, "\tcase running(rec.PID, rec.Start):\n\t\tgo j.watch()", "\tcase running(rec.PID, rec.Start):\n\t\tclose(j.done)")},
+			Edits:  []Edit{edit(file, "\tcase procwatch.Running(rec.PID, rec.Start):\n\t\tgo j.watch()", "\tcase procwatch.Running(rec.PID, rec.Start):\n\t\tclose(j.done)")},
 		},
 		{
 			Name: pkg + "/sigterm-ignored", Caught: "lifecycle/sigterm",

@@ -1,6 +1,6 @@
 //go:build unix
 
-package runner
+package procwatch
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// exitPollInterval is how often pollExit and waitGroupGone look again.
+// exitPollInterval is how often pollExit and WaitGroupGone look again.
 const exitPollInterval = 20 * time.Millisecond
 
 // pollExit waits for pid to exit by checking it at an interval. It is
@@ -19,7 +19,7 @@ func pollExit(ctx context.Context, pid int) error {
 	t := time.NewTicker(exitPollInterval)
 	defer t.Stop()
 	for {
-		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) || !running(pid, 0) {
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) || !Running(pid, 0) {
 			return nil
 		}
 		select {
@@ -30,19 +30,19 @@ func pollExit(ctx context.Context, pid int) error {
 	}
 }
 
-// waitGroupGone waits until no process of group pgid is left, or ctx
+// WaitGroupGone waits until no process of group pgid is left, or ctx
 // ends. No OS event says a process group has emptied, so this checks at
 // an interval, bounded by ctx's deadline.
-func waitGroupGone(ctx context.Context, pgid int) bool {
+func WaitGroupGone(ctx context.Context, pgid int) bool {
 	t := time.NewTicker(exitPollInterval)
 	defer t.Stop()
 	for {
-		if !groupAlive(pgid) {
+		if !GroupAlive(pgid) {
 			return true
 		}
 		select {
 		case <-ctx.Done():
-			return !groupAlive(pgid)
+			return !GroupAlive(pgid)
 		case <-t.C:
 		}
 	}

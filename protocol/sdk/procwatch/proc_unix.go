@@ -1,6 +1,6 @@
 //go:build unix
 
-package runner
+package procwatch
 
 import (
 	"errors"
@@ -10,10 +10,10 @@ import (
 	"syscall"
 )
 
-// groupAlive reports whether any process of the process group pgid is
+// GroupAlive reports whether any process of the process group pgid is
 // still running. A zombie (exited, waiting for its parent to reap it)
 // runs nothing and counts as gone.
-func groupAlive(pgid int) bool {
+func GroupAlive(pgid int) bool {
 	err := syscall.Kill(-pgid, 0)
 	if errors.Is(err, syscall.ESRCH) {
 		return false
@@ -45,7 +45,7 @@ func groupMembers(pgid int) (n int, ok bool) {
 	return n, true
 }
 
-// stat is what the runner reads of /proc/<pid>/stat.
+// stat is what this package reads of /proc/<pid>/stat.
 type stat struct {
 	state     string
 	pgrp      int
@@ -76,9 +76,9 @@ func procStat(pid int) (stat, bool) {
 	return stat{state: f[0], pgrp: pgrp, startTime: start}, true
 }
 
-// processIdentity is the start time of pid, so a recorded job is never
+// Identity is the start time of pid, so a recorded job is never
 // confused with a later process that reuses its pid; 0 when unknown.
-func processIdentity(pid int) uint64 {
+func Identity(pid int) uint64 {
 	st, ok := procStat(pid)
 	if !ok {
 		return 0
@@ -86,9 +86,9 @@ func processIdentity(pid int) uint64 {
 	return st.startTime
 }
 
-// running reports whether pid is the process started at start (when
+// Running reports whether pid is the process started at start (when
 // start is known) and has not exited.
-func running(pid int, start uint64) bool {
+func Running(pid int, start uint64) bool {
 	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
 		return false
 	}

@@ -1,6 +1,6 @@
 //go:build linux
 
-package shell
+package procwatch
 
 import (
 	"context"
@@ -12,11 +12,11 @@ import (
 // architecture.
 const sysPidfdOpen = 434
 
-// waitExit returns once the process pid (not necessarily a child of this
+// WaitExit returns once the process pid (not necessarily a child of this
 // process) has exited, or with ctx's error. It waits on a pidfd, which
 // the kernel makes readable when the process exits, together with a pipe
 // that ctx's end writes to: no polling.
-func waitExit(ctx context.Context, pid int) error {
+func WaitExit(ctx context.Context, pid int) error {
 	fd, _, errno := syscall.Syscall(sysPidfdOpen, uintptr(pid), 0, 0)
 	if errno == syscall.ESRCH {
 		return nil
