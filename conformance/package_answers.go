@@ -128,29 +128,80 @@ const validateProbe = "certify-probe-value-5b2e7d"
 type validateCase struct {
 	what   string
 	params protocol.ValidateParams
+	// echo is the text a description or warning may not contain: the
+	// probe itself when it sits under an unknown member (a package that
+	// read only its own fields cannot name it), or the member as written
+	// when it sits in a declared field, whose value a description may name
+	// but whose config text it may not copy. Empty when nothing is
+	// planted.
+	echo string
+}
+
+// declaredFields are the config fields a type declares (its fields, and
+// for an extension type its string settings) that the probe is planted
+// in, one at a time: a strict package accepts a config of its own fields,
+// so its description is checked too. Secret fields are keys of
+// secret_refs, not config, and are left out.
+func declaredFields(fields []protocol.FieldDecl, settings []protocol.SettingDecl) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, s := range settings {
+		if s.Type == protocol.SettingString && !seen[s.Field] {
+			seen[s.Field] = true
+			out = append(out, s.Field)
+		}
+	}
+	for _, f := range fields {
+		if !f.Secret && !seen[f.Name] {
+			seen[f.Name] = true
+			out = append(out, f.Name)
+		}
+	}
+	return out
 }
 
 // validateCases asks about one object of every type the manifest declares:
 // each extension type, connection type, route handler (and its binding,
 // for a handler declared with binding) and executor, once with the empty
-// config certification configures and once with the probe value in it.
+// config certification configures, once with the probe under an unknown
+// member, and twice per declared field, with the probe and with the empty
+// string as that field's value.
 func validateCases(d PackageDriver) []validateCase {
 	m := d.Manifest()
 	probe := json.RawMessage(fmt.Sprintf(`{"certify_probe":%q}`, validateProbe))
 	var out []validateCase
 	// Each object is asked about twice: as certification configures it
 	// (an empty config), and with the probe planted in it.
-	add := func(what, kind, typ string, edit func(*protocol.ValidateParams)) {
-		for _, config := range []json.RawMessage{json.RawMessage(`{}`), probe} {
-			p := protocol.ValidateParams{Kind: kind, Type: typ, ScopeID: scope(d), ID: "certify-" + typ, Config: config}
+	// Each declared field is then asked about with the probe as its value.
+	add := func(what, kind, typ string, fields []string, edit func(*protocol.ValidateParams)) {
+		type config struct {
+			what, echo string
+			raw        json.RawMessage
+		}
+		configs := []config{{what: what, raw: json.RawMessage(`{}`)}, {what: what, echo: validateProbe, raw: probe}}
+		// The field is set to the probe, and to the empty string: a package
+		// may describe an empty field as unset, so the copied text shows
+		// even where a set value changes the description.
+		for _, f := range fields {
+			for _, v := range []string{validateProbe, ""} {
+				member := fmt.Sprintf(`%q:%q`, f, v)
+				configs = append(configs, config{what: fmt.Sprintf("%s (config %s)", what, member), echo: member, raw: json.RawMessage("{" + member + "}")})
+			}
+		}
+		for _, c := range configs {
+			p := protocol.ValidateParams{Kind: kind, Type: typ, ScopeID: scope(d), ID: "certify-" + typ, Config: c.raw}
 			if edit != nil {
 				edit(&p)
 			}
-			out = append(out, validateCase{what: what, params: p})
+			if p.Binding != nil {
+				// The binding view carries the probe in every case.
+				c.echo = validateProbe
+			}
+			out = append(out, validateCase{what: c.what, params: p, echo: c.echo})
 		}
 	}
 	for _, x := range m.Provides.Extensions {
-		add("extension type "+x.Type, protocol.ValidateExtension, x.Type, nil)
+		add("extension type "+x.Type, protocol.ValidateExtension, x.Type, declaredFields(x.Fields, x.Settings), nil)
 	}
 	for _, c := range m.Provides.Connections {
 		secrets := []string{}
@@ -159,14 +210,14 @@ func validateCases(d PackageDriver) []validateCase {
 				secrets = append(secrets, f.Name)
 			}
 		}
-		add("connection type "+c.Type, protocol.ValidateConnection, c.Type, func(p *protocol.ValidateParams) {
+		add("connection type "+c.Type, protocol.ValidateConnection, c.Type, declaredFields(c.Fields, nil), func(p *protocol.ValidateParams) {
 			p.ScopeID, p.SecretNames = "", secrets
 		})
 	}
 	for _, r := range m.Provides.Routes {
-		add("route "+r.Handler, protocol.ValidateRoute, r.Handler, nil)
+		add("route "+r.Handler, protocol.ValidateRoute, r.Handler, declaredFields(r.Fields, nil), nil)
 		if r.Binding {
-			add("the binding of route "+r.Handler, protocol.ValidateBinding, r.Handler, func(p *protocol.ValidateParams) {
+			add("the binding of route "+r.Handler, protocol.ValidateBinding, r.Handler, nil, func(p *protocol.ValidateParams) {
 				p.Config = nil
 				p.Binding = &protocol.BindingView{Name: "certify-binding", Executor: validateProbe, ExecutorConfig: probe,
 					Operations: []string{validateProbe}, Connection: validateProbe}
@@ -174,15 +225,17 @@ func validateCases(d PackageDriver) []validateCase {
 		}
 	}
 	for _, x := range m.Provides.Executors {
-		add("executor "+x.Name, protocol.ValidateExecutor, x.Name, nil)
+		add("executor "+x.Name, protocol.ValidateExecutor, x.Name, declaredFields(x.Fields, nil), nil)
 	}
 	return out
 }
 
 // CheckPackageValidate asks validate about one object of every type the
 // manifest declares (validateCases): each must be answered, a description
-// or a refusal, never method not found or silence. A refusal's message
-// must be one line that names no config value (the planted probe); a
+// or a refusal, never method not found or silence. A description or
+// warning may not copy the config's text (the probe under an unknown
+// member, or a declared member as written). A refusal's message must be
+// one line that names no config value (the planted probe); a
 // binding's refusal, which config check shows, at most
 // ValidateMessageBytes.
 func CheckPackageValidate(ctx context.Context, d PackageDriver) error {
@@ -198,7 +251,7 @@ func CheckPackageValidate(ctx context.Context, d PackageDriver) error {
 		switch {
 		case err == nil:
 			for _, l := range append(append([]string{}, res.Describe...), res.Warnings...) {
-				if strings.Contains(l, validateProbe) {
+				if c.echo != "" && strings.Contains(l, c.echo) {
 					errs = append(errs, fmt.Errorf("%s: validate's description echoes a config value: %q", c.what, clip(l, 200)))
 				}
 			}
