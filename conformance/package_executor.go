@@ -1,10 +1,15 @@
 package conformance
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/open-conduit/open-conduit/protocol"
@@ -183,12 +188,128 @@ func restartByKill(ctx context.Context, d PackageDriver) error {
 	return fmt.Errorf("the package was not serving again within %v of being killed: %v", PackageRestartBound, err)
 }
 
+// liveMarker is the line a controls run writes first, which executor.live
+// must then show.
+const liveMarker = "certify-live-output"
+
+// stubbornCommand is the job the controls runs start: it ignores SIGINT
+// and SIGTERM and reads no input, so neither an interrupt nor an injected
+// line ends it and only a stop that ends its processes does. It writes
+// liveMarker, then records its pid in pidFile (written whole, then
+// renamed) so certification can watch its process group.
+func stubbornCommand(pidFile string) string {
+	q := "'" + pidFile + "'"
+	tmp := "'" + pidFile + ".tmp'"
+	return fmt.Sprintf("trap '' INT TERM; echo %s; echo $$ > %s && mv %s %s; exec sleep 120", liveMarker, tmp, tmp, q)
+}
+
+// observedRun is a controls run whose process group certification watches.
+type observedRun struct {
+	*executorRun
+	pgid int
+}
+
+// startObserved starts a stubborn run and waits, within
+// ExecutorSettleBound, for its command to record its pid, so the check
+// knows the run's process group before it acts on the run.
+func startObserved(ctx context.Context, d PackageDriver, executor, name, dir string) (*observedRun, error) {
+	if strings.ContainsRune(dir, '\'') {
+		return nil, fmt.Errorf("the directory %q cannot be quoted for the run's command", dir)
+	}
+	pidFile := filepath.Join(dir, name+".pid")
+	command := stubbornCommand(pidFile)
+	run := newRun(d, executor, name, command)
+	if err := run.start(ctx, d, command); err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(ExecutorSettleBound)
+	for {
+		data, err := os.ReadFile(pidFile)
+		if err == nil {
+			pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+			if err != nil || pid <= 1 {
+				run.stop(ctx, d)
+				return nil, fmt.Errorf("executor %s: the run's command recorded %q as its pid", executor, data)
+			}
+			pgid, err := processGroupOf(pid)
+			if err != nil {
+				run.stop(ctx, d)
+				return nil, fmt.Errorf("executor %s: the run's process group: %w", executor, err)
+			}
+			return &observedRun{executorRun: run, pgid: pgid}, nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			run.stop(ctx, d)
+			return nil, fmt.Errorf("executor %s: the run's command (%s) did not run within %v: certification could not observe its processes", executor, command, ExecutorSettleBound)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// live calls executor.live on the running run until an output's tail
+// holds liveMarker, within ExecutorSettleBound. not_live for a run whose
+// process certification sees running is a failure.
+func (r *observedRun) live(ctx context.Context, d PackageDriver) error {
+	deadline := time.Now().Add(ExecutorSettleBound)
+	for {
+		var res protocol.ExecutorLiveResult
+		err := d.Call(ctx, "executor.live", protocol.ExecutorLiveParams{Executor: r.executor, RunID: r.runID, Tail: 1024}, &res)
+		if err != nil {
+			return fmt.Errorf("executor %s: executor.live of a running run: %w", r.executor, err)
+		}
+		for _, o := range res.Outputs {
+			if bytes.Contains(o.Tail, []byte(liveMarker)) {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("executor %s: executor.live of a running run answered %d outputs, none whose tail holds the line %q the run wrote", r.executor, len(res.Outputs), liveMarker)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// stopPhysically stops the run and requires physical-stop evidence: stop
+// answers stopped, and by then no process of the run's group runs.
+func (r *observedRun) stopPhysically(ctx context.Context, d PackageDriver) error {
+	if n, err := groupRunning(r.pgid); err != nil {
+		return err
+	} else if n == 0 {
+		return fmt.Errorf("executor %s: the run's process group %d ended before executor.stop, though its job ignores SIGINT and SIGTERM and reads no input", r.executor, r.pgid)
+	}
+	sctx, cancel := context.WithTimeout(ctx, 2*ExecutorSettleBound)
+	defer cancel()
+	var res protocol.ExecutorStopResult
+	if err := d.Call(sctx, "executor.stop", protocol.ExecutorStopParams{Executor: r.executor, RunID: r.runID}, &res); err != nil {
+		return fmt.Errorf("executor %s: executor.stop: %w", r.executor, err)
+	}
+	if !res.Stopped {
+		return fmt.Errorf("executor %s: executor.stop of a running run answered stopped=false (%s)", r.executor, res.Evidence)
+	}
+	n, err := groupRunning(r.pgid)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		return fmt.Errorf("executor %s: executor.stop answered stopped (%q) while %d processes of the run's group %d still run", r.executor, res.Evidence, n, r.pgid)
+	}
+	return nil
+}
+
 // CheckPackageExecutorControls exercises each control and label method an
-// executor declares on a run of its own: live and attach answer (or say
-// there is nothing), inject and interrupt are answered, stop reports the
-// run stopped and it then settles, forget drops the settled run, and
-// resume is answered (or refused as unsupported or invalid).
+// executor declares on runs of its own, whose job ignores SIGINT and
+// SIGTERM and reads no input. On one run: live shows the output the run
+// wrote (or not at all when undeclared), attach answers (or says there is
+// nothing), inject and interrupt are answered. On a second: stop reports
+// the run stopped only once its process group is gone, the run then
+// settles, resume is answered (or refused as unsupported or invalid) and
+// forget drops the settled run.
 func CheckPackageExecutorControls(ctx context.Context, d PackageDriver) error {
+	dir, err := os.MkdirTemp("", "certify-controls-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
 	var errs []error
 	checked := 0
 	for i, e := range d.Manifest().Provides.Executors {
@@ -210,40 +331,66 @@ func CheckPackageExecutorControls(ctx context.Context, d PackageDriver) error {
 			}
 			errs = append(errs, fmt.Errorf("executor %s: %s: %w", e.Name, method, err))
 		}
-		run := newRun(d, e.Name, "controls-"+tag, cmdLong)
-		if err := run.start(ctx, d, cmdLong); err != nil {
+
+		if c.Live || c.Attach || l.Inject || l.Interrupt || !c.Stop {
+			run, err := startObserved(ctx, d, e.Name, "controls-"+tag, dir)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if c.Live {
+				if err := run.live(ctx, d); err != nil {
+					errs = append(errs, err)
+				}
+			}
+			if c.Attach {
+				answered("executor.attach", protocol.ExecutorAttachParams{Executor: e.Name, RunID: run.runID}, protocol.CodeNothingToAttach)
+			}
+			if l.Inject {
+				answered("executor.inject", protocol.ExecutorInjectParams{Executor: e.Name, RunID: run.runID, Text: "0\n"})
+			}
+			if l.Interrupt {
+				// An interrupt asks the run to stop what it does; whether the
+				// run then ends is the executor's own affair.
+				answered("executor.interrupt", protocol.ExecutorInterruptParams{Executor: e.Name, RunID: run.runID})
+			}
+			// Certification ends this run itself; stop is checked on a run
+			// of its own below.
+			killGroup(run.pgid)
+			res, err := run.wait(ctx, d)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("after its processes were killed: %w", err))
+			}
+			if c.Stop {
+				run.stop(ctx, d)
+			} else {
+				// Without stop, resume and forget act on this run.
+				if l.Resume {
+					answered("executor.resume", protocol.ExecutorResumeParams{Executor: e.Name, RunID: run.runID}, protocol.CodeUnsupported, protocol.CodeInvalid)
+				}
+				if c.Forget && err == nil && settled(res.State) {
+					answered("executor.forget", protocol.ExecutorForgetParams{Executor: e.Name, RunID: run.runID})
+				}
+			}
+		}
+
+		if !c.Stop {
+			continue
+		}
+		run, err := startObserved(ctx, d, e.Name, "stop-"+tag, dir)
+		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		if c.Live {
-			answered("executor.live", protocol.ExecutorLiveParams{Executor: e.Name, RunID: run.runID, Tail: 1024}, protocol.CodeNotLive)
-		}
-		if c.Attach {
-			answered("executor.attach", protocol.ExecutorAttachParams{Executor: e.Name, RunID: run.runID}, protocol.CodeNothingToAttach)
-		}
-		if l.Inject {
-			answered("executor.inject", protocol.ExecutorInjectParams{Executor: e.Name, RunID: run.runID, Text: "0\n"})
-		}
-		if l.Interrupt {
-			// An interrupt asks the run to stop what it does; whether the
-			// run then ends is the executor's own affair.
-			answered("executor.interrupt", protocol.ExecutorInterruptParams{Executor: e.Name, RunID: run.runID})
-		}
 		settledRun := false
-		if c.Stop {
-			var res protocol.ExecutorStopResult
-			if err := d.Call(ctx, "executor.stop", protocol.ExecutorStopParams{Executor: e.Name, RunID: run.runID}, &res); err != nil {
-				errs = append(errs, fmt.Errorf("executor %s: executor.stop: %w", e.Name, err))
-			} else if !res.Stopped {
-				errs = append(errs, fmt.Errorf("executor %s: executor.stop of a running run answered stopped=false", e.Name))
-			}
-			if res, err := run.wait(ctx, d); err != nil {
-				errs = append(errs, fmt.Errorf("after executor.stop: %w", err))
-			} else if !settled(res.State) {
-				errs = append(errs, fmt.Errorf("executor %s: a stopped run settled as %q", e.Name, res.State))
-			} else {
-				settledRun = true
-			}
+		if err := run.stopPhysically(ctx, d); err != nil {
+			errs = append(errs, err)
+		} else if res, err := run.wait(ctx, d); err != nil {
+			errs = append(errs, fmt.Errorf("after executor.stop: %w", err))
+		} else if !settled(res.State) {
+			errs = append(errs, fmt.Errorf("executor %s: a stopped run settled as %q", e.Name, res.State))
+		} else {
+			settledRun = true
 		}
 		if l.Resume {
 			answered("executor.resume", protocol.ExecutorResumeParams{Executor: e.Name, RunID: run.runID}, protocol.CodeUnsupported, protocol.CodeInvalid)
@@ -251,6 +398,8 @@ func CheckPackageExecutorControls(ctx context.Context, d PackageDriver) error {
 		if c.Forget && settledRun {
 			answered("executor.forget", protocol.ExecutorForgetParams{Executor: e.Name, RunID: run.runID})
 		}
+		// Nothing certification started outlives the check.
+		killGroup(run.pgid)
 		if !settledRun {
 			run.stop(ctx, d)
 		}
