@@ -87,7 +87,8 @@ func scanSource(ctx context.Context, d PackageDriver, p protocol.IngressReconcil
 
 // CheckPackageIngressScan exercises every declared surface and pushes the
 // deliveries certification has for each ingress type (so a source has
-// items), then scans each source registered
+// items; again, under fresh IDs, while a source has fewer than two, so a
+// page of one names a next page), then scans each source registered
 // for reconciliation twice, page by page, with nothing changed between:
 // each item must keep its (item, version) and its Event's delivery
 // identity, the second scan must see the items the first did, and no page
@@ -102,17 +103,14 @@ func CheckPackageIngressScan(ctx context.Context, d PackageDriver) error {
 	if err := exercise(ctx, d); err != nil {
 		return err
 	}
-	for _, x := range d.Manifest().Provides.Extensions {
-		if !x.Ingress {
-			continue
-		}
-		for _, del := range deliveries(d, x.Type) {
-			for _, t := range targets {
-				if t.Type == x.Type {
-					_ = d.Call(ctx, "ingress.push", protocol.IngressPushParams{Type: x.Type, Source: t.Source, ScopeID: t.ScopeID, Delivery: del}, nil)
-				}
-			}
-		}
+	pushDeliveries(ctx, d, targets, "")
+	// A source needs two items for a page of one to name a next page, so
+	// the scan's paging is checked: seed a second round of each handler
+	// operation (fresh request IDs, so an idempotent package makes new
+	// effects) and of the deliveries (fresh delivery IDs) while any source
+	// has fewer.
+	for round := 1; round <= scanSeedRounds && fewerThanTwo(ctx, d, targets); round++ {
+		seedScan(ctx, d, targets, round)
 	}
 	var errs []error
 	observed := 0
@@ -149,6 +147,60 @@ func CheckPackageIngressScan(ctx context.Context, d PackageDriver) error {
 		return notApplicable("no scan observed an item, so there was nothing to compare (give deliveries the package accepts under ingress in %s)", InputsFile)
 	}
 	return errors.Join(errs...)
+}
+
+// scanSeedRounds bounds the extra rounds that seed a source to two items.
+const scanSeedRounds = 2
+
+// pushDeliveries pushes the deliveries certification has for each ingress
+// type to every source of that type, their IDs suffixed with suffix.
+func pushDeliveries(ctx context.Context, d PackageDriver, targets []protocol.IngressReconcileParams, suffix string) {
+	for _, x := range d.Manifest().Provides.Extensions {
+		if !x.Ingress {
+			continue
+		}
+		for _, del := range deliveries(d, x.Type) {
+			del.ID += suffix
+			for _, t := range targets {
+				if t.Type == x.Type && ctx.Err() == nil {
+					_ = d.Call(ctx, "ingress.push", protocol.IngressPushParams{Type: x.Type, Source: t.Source, ScopeID: t.ScopeID, Delivery: del}, nil)
+				}
+			}
+		}
+	}
+}
+
+// seedScan makes one more round of what can add an item to a source: each
+// handler operation's inputs under fresh request IDs, and the deliveries
+// under fresh delivery IDs.
+func seedScan(ctx context.Context, d PackageDriver, targets []protocol.IngressReconcileParams, round int) {
+	for _, o := range d.Manifest().Provides.Operations {
+		if o.Kind != protocol.OperationKindHandler {
+			continue
+		}
+		for i, in := range operationInputs(d, o) {
+			if ctx.Err() != nil {
+				return
+			}
+			method, params := operationRequest(d, o, fmt.Sprintf("certify-scan-%d-%s-%d", round, o.Name, i), in)
+			_ = d.Call(ctx, method, params, nil)
+		}
+	}
+	pushDeliveries(ctx, d, targets, fmt.Sprintf("-scan-%d", round))
+}
+
+// fewerThanTwo says whether some source's first page, at the package's
+// own page size, holds fewer than two items. Its errors only ask for more
+// seeding: the scans that decide come after.
+func fewerThanTwo(ctx context.Context, d PackageDriver, targets []protocol.IngressReconcileParams) bool {
+	for _, t := range targets {
+		t.MaxItems, t.Cursor = 0, ""
+		var page protocol.IngressReconcileResult
+		if err := d.Call(ctx, "ingress.reconcile", t, &page); err != nil || len(page.Observations) < 2 {
+			return true
+		}
+	}
+	return false
 }
 
 func hasItem(m map[string]scannedItem, k string) bool {
