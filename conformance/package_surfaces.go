@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -301,6 +303,59 @@ func stretched(e protocol.Event) []protocol.Event {
 	return out
 }
 
+// hostileLinks are links of schemes a display may never carry (the spec:
+// each link an http or https URL), with and without a host, so a package
+// that checks only for a host is seen too.
+var hostileLinks = []string{
+	"javascript:alert(document.cookie)",
+	"javascript://notes.example/%0Aalert(1)",
+	"JavaScript://notes.example/%0Aalert(2)",
+	"data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==",
+	"data://notes.example/text/html,hello",
+	"file:///etc/passwd",
+	"file://notes.example/etc/passwd",
+}
+
+// relinked are variants of e whose payload's top-level links (a string
+// that is an absolute URL, or under a key naming a link, url or href)
+// are each of hostileLinks in turn: a display built from them must drop
+// the link, never carry it. A payload without a link gives none.
+func relinked(e protocol.Event) []protocol.Event {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(e.Payload, &fields) != nil {
+		return nil
+	}
+	var links []string
+	for k, raw := range fields {
+		var v string
+		if json.Unmarshal(raw, &v) != nil {
+			continue
+		}
+		key := strings.ToLower(k)
+		u, err := url.Parse(v)
+		if strings.Contains(key, "link") || strings.Contains(key, "url") || strings.Contains(key, "href") || (err == nil && u.Scheme != "" && u.Host != "") {
+			links = append(links, k)
+		}
+	}
+	if len(links) == 0 {
+		return nil
+	}
+	var out []protocol.Event
+	for n, link := range hostileLinks {
+		changed := maps.Clone(fields)
+		for _, k := range links {
+			changed[k], _ = json.Marshal(link)
+		}
+		payload, _ := json.Marshal(changed)
+		x := e
+		x.DeliveryID = fmt.Sprintf("%s-relinked-%d", e.DeliveryID, n+1)
+		x.ID = protocol.EmittedEventID(x.Source, x.DeliveryID)
+		x.Root, x.Payload = x.ID, payload
+		out = append(out, x)
+	}
+	return out
+}
+
 // mustCompact is raw re-encoded as a map would be, for comparing.
 func mustCompact(raw json.RawMessage) []byte {
 	var v map[string]json.RawMessage
@@ -311,8 +366,9 @@ func mustCompact(raw json.RawMessage) []byte {
 
 // CheckPackageRoutesDisplay matches each Event with each route handler that
 // declares a display, and each again with long and multi-line strings in
-// its payload (stretched): every display a decision carries must keep the
-// display limits and link only to http or https URLs.
+// its payload (stretched) and with its links turned to javascript:, data:
+// and file: URLs (relinked): every display a decision carries must keep
+// the display limits and link only to http or https URLs.
 func CheckPackageRoutesDisplay(ctx context.Context, d PackageDriver) error {
 	var errs []error
 	checked := 0
@@ -324,6 +380,7 @@ func CheckPackageRoutesDisplay(ctx context.Context, d PackageDriver) error {
 		for _, e := range routeEvents(ctx, d, r) {
 			events = append(events, e)
 			events = append(events, stretched(e)...)
+			events = append(events, relinked(e)...)
 		}
 		for _, e := range events {
 			var res protocol.RouteMatchResult
