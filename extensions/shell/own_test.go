@@ -15,6 +15,7 @@ import (
 
 	"github.com/open-conduit/open-conduit/extensions/shell"
 	"github.com/open-conduit/open-conduit/host"
+	"github.com/open-conduit/open-conduit/internal/executortest"
 	"github.com/open-conduit/open-conduit/protocol"
 	"github.com/open-conduit/open-conduit/protocol/sdk"
 	"github.com/open-conduit/open-conduit/protocol/sdk/sdktest"
@@ -26,21 +27,21 @@ import (
 // directory under the executor's runs directory, with its two streams in
 // two files and the run's toolbelt endpoint and token in its environment.
 func TestRunsInItsOwnDirectoryWithItsToolbelt(t *testing.T) {
-	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) {
-			f := newFixture(t, m)
+	for _, m := range executortest.Modes {
+		t.Run(m.Name, func(t *testing.T) {
+			f := executortest.NewFixture(t, executor, m)
 			config, err := json.Marshal(shell.Config{Command: `pwd; echo out; echo err >&2; printf '%s %s\n' "$` +
 				protocol.ToolbeltEndpointEnv + `" "$` + protocol.ToolbeltTokenEnv + `"`})
 			require.NoError(t, err)
-			require.NoError(t, f.c.Call(testContext(t), "executor.run", protocol.ExecutorRunParams{Executor: shell.Name, RunID: "run-dir",
+			require.NoError(t, f.C.Call(executortest.Context(t), "executor.run", protocol.ExecutorRunParams{Executor: shell.Name, RunID: "run-dir",
 				Work:      protocol.Work{ID: "work-dir", ScopeID: "team", Kind: "job", State: "running"},
 				Execution: protocol.Execution{ID: "ex-dir", WorkID: "work-dir", Attempt: 1, Executor: shell.Name, State: "running"},
 				Config:    config, Endpoint: "unix:/somewhere/toolbelt.sock", Token: "tok-123"}, nil))
-			assert.Equal(t, "succeeded", f.wait(t, "run-dir").State)
+			assert.Equal(t, "succeeded", f.Wait(t, "run-dir").State)
 
-			var rec shell.Recovery
-			require.NoError(t, json.Unmarshal(f.recovery("run-dir"), &rec))
-			assert.Equal(t, filepath.Join(f.dir, "runs"), filepath.Dir(rec.Dir), "the run's directory is under the runs directory")
+			var rec executortest.Record
+			require.NoError(t, json.Unmarshal(f.Recovery("run-dir"), &rec))
+			assert.Equal(t, filepath.Join(f.Dir, "runs"), filepath.Dir(rec.Dir), "the run's directory is under the runs directory")
 			stdout, err := os.ReadFile(filepath.Join(rec.Dir, shell.StdoutFile))
 			require.NoError(t, err)
 			assert.Equal(t, rec.Dir+"\nout\nunix:/somewhere/toolbelt.sock tok-123\n", string(stdout))
@@ -58,16 +59,16 @@ func TestRunsInItsOwnDirectoryWithItsToolbelt(t *testing.T) {
 // it records, is not adopted, so a forged record cannot point the
 // executor's stop or forget at files or processes it does not own.
 func TestRecoverRefusesMetadataOutsideItsRunsDirectory(t *testing.T) {
-	f := newFixture(t, modes[0])
-	rec := f.run(t, "run-real", exitInput)
-	t.Cleanup(func() { _ = f.inject(t, "run-real", "0") })
-	runs := filepath.Join(f.dir, "runs")
+	f := executortest.NewFixture(t, executor, executortest.Modes[0])
+	rec := f.Run(t, "run-real", executortest.ExitInput)
+	t.Cleanup(func() { _ = f.Inject(t, "run-real", "0") })
+	runs := filepath.Join(f.Dir, "runs")
 
 	elsewhere := t.TempDir()
 	linked := rec
 	linked.RunID = "run-linked"
 	linked.Dir = filepath.Join(runs, "0123456789abcdef01234567")
-	forged := map[string]shell.Recovery{
+	forged := map[string]executortest.Record{
 		"elsewhere":   withDir(rec, elsewhere),
 		"dot-dot":     withDir(rec, filepath.Join(runs, "..", "..", filepath.Base(elsewhere))),
 		"unclean":     withDir(rec, runs+"/./"+filepath.Base(rec.Dir)),
@@ -86,30 +87,30 @@ func TestRecoverRefusesMetadataOutsideItsRunsDirectory(t *testing.T) {
 	forgedPID.PID, forgedPID.PGID, forgedPID.Start = os.Getpid(), syscall.Getpgrp(), 0
 	forged["its own directory, another process"] = forgedPID
 
-	f.restart(t, modes[0])
+	f.Restart(t, executortest.Modes[0])
 	for name, r := range forged {
 		t.Run(name, func(t *testing.T) {
 			raw, err := json.Marshal(r)
 			require.NoError(t, err)
-			err = f.c.Call(testContext(t), "executor.recover", protocol.ExecutorRecoverParams{Executor: shell.Name, RunID: "adopt-" + name, Recovery: raw}, nil)
+			err = f.C.Call(executortest.Context(t), "executor.recover", protocol.ExecutorRecoverParams{Executor: shell.Name, RunID: "adopt-" + name, Recovery: raw}, nil)
 			assert.ErrorIs(t, err, protocol.ErrNotAdoptable)
 		})
 	}
 	// Control: the run's own metadata is adopted.
 	raw, err := json.Marshal(rec)
 	require.NoError(t, err)
-	require.NoError(t, f.c.Call(testContext(t), "executor.recover", protocol.ExecutorRecoverParams{Executor: shell.Name, RunID: "adopt-real", Recovery: raw}, nil))
+	require.NoError(t, f.C.Call(executortest.Context(t), "executor.recover", protocol.ExecutorRecoverParams{Executor: shell.Name, RunID: "adopt-real", Recovery: raw}, nil))
 }
 
-func withDir(r shell.Recovery, dir string) shell.Recovery { r.Dir = dir; return r }
+func withDir(r executortest.Record, dir string) executortest.Record { r.Dir = dir; return r }
 
 // dirOf is the directory the executor gives the run runID: run it and read
 // its metadata, then forget it.
-func dirOf(t *testing.T, f *fixture, runID string) string {
+func dirOf(t *testing.T, f *executortest.Fixture, runID string) string {
 	t.Helper()
-	rec := f.run(t, runID, "exit 0")
-	f.wait(t, runID)
-	require.NoError(t, f.c.Call(testContext(t), "executor.forget", protocol.ExecutorForgetParams{Executor: shell.Name, RunID: runID}, nil))
+	rec := f.Run(t, runID, "exit 0")
+	f.Wait(t, runID)
+	require.NoError(t, f.C.Call(executortest.Context(t), "executor.forget", protocol.ExecutorForgetParams{Executor: shell.Name, RunID: runID}, nil))
 	return rec.Dir
 }
 
@@ -117,18 +118,18 @@ func dirOf(t *testing.T, f *fixture, runID string) string {
 // a blob store, a settled run's stdout and stderr become its artifacts,
 // byte for byte, and the wait result says which.
 func TestWaitWritesTheStreamsAsArtifacts(t *testing.T) {
-	ctx := testContext(t)
+	ctx := executortest.Context(t)
 	st, err := sqlite.Open(t.TempDir())
 	require.NoError(t, err)
 	t.Cleanup(func() { st.Close() })
-	m := manifest(t)
+	m := executor.Manifest(t)
 	svc := host.NewService(host.ServiceConfig{Manifest: m, Store: st, Blobs: st})
 	ext, err := sdk.Attach(shell.Extension(), svc)
 	require.NoError(t, err)
 	root := t.TempDir()
 	_, err = host.Attach(ctx, ext, svc, root, protocol.ConfigureParams{})
 	require.NoError(t, err)
-	t.Cleanup(func() { killAllJobs(filepath.Join(root, "executors", shell.Name)) })
+	t.Cleanup(func() { executor.KillAllJobs(filepath.Join(root, "executors", shell.Name)) })
 
 	runID, _ := svc.OpenRecordingRun("work-art", "ex-art")
 	config, _ := json.Marshal(shell.Config{Command: `printf 'to stdout\n'; printf 'to stderr\n' >&2; exit 2`})
@@ -182,7 +183,7 @@ func TestWaitWritesTheStreamsAsArtifacts(t *testing.T) {
 func TestValidateExecutorConfig(t *testing.T) {
 	ext, err := sdk.Attach(shell.Extension(), sdktest.New())
 	require.NoError(t, err)
-	require.NoError(t, ext.Call(testContext(t), "initialize", protocol.InitializeParams{ProtocolVersions: []protocol.Version{1},
+	require.NoError(t, ext.Call(executortest.Context(t), "initialize", protocol.InitializeParams{ProtocolVersions: []protocol.Version{1},
 		StateDir: t.TempDir(), ExecutorDirs: map[string]string{shell.Name: t.TempDir()}}, nil))
 	for name, c := range map[string]struct {
 		config string
