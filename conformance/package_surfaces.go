@@ -114,6 +114,18 @@ func CheckPackageKVAtomicity(ctx context.Context, d PackageDriver) error {
 		if err != nil {
 			tried = append(tried, "configure (refused: "+clip(err.Error(), 160)+")")
 		}
+		// One call at a time first, so each commit's reads are its own
+		// call's: whether a read-modify-write is guarded is then decided
+		// from the wire alone, never from how two calls interleaved.
+		for _, o := range ops {
+			for n, in := range operationInputs(d, o) {
+				restore := p.Intercept(conflictFirstGuarded())
+				_ = p.Call(ctx, "operation.call", protocol.OperationCallParams{Operation: o.Name,
+					RequestID: fmt.Sprintf("certify-rmw-%s-%d", o.Name, n), Input: in, Authority: authority(d)}, nil)
+				restore()
+			}
+		}
+		sequential := len(d.Wire())
 		answered := 0
 		for _, o := range ops {
 			for n, in := range operationInputs(d, o) {
@@ -140,7 +152,7 @@ func CheckPackageKVAtomicity(ctx context.Context, d PackageDriver) error {
 			}
 		}
 		msgs := decodeWire(d.Wire(), from)
-		var errs []error
+		errs := unguardedWrites(callbacks(decodeWire(d.Wire()[:sequential], from)))
 		cbs := callbacks(msgs)
 		conflicts := 0
 		for i, c := range cbs {
@@ -169,6 +181,40 @@ func CheckPackageKVAtomicity(ctx context.Context, d PackageDriver) error {
 		}
 		return notApplicable("the package made no precondition-guarded kv.commit for the host to refuse as a conflict: %s", strings.Join(tried, "; "))
 	})
+}
+
+// unguardedWrites reads callbacks made one call at a time: a kv.commit
+// that writes or deletes a key the package read (kv.get) since its
+// previous commit must carry a precondition on that key, or a concurrent
+// write between the read and the commit would be overwritten unseen.
+func unguardedWrites(cbs []wireMessage) []error {
+	var errs []error
+	read := map[string]bool{}
+	for _, c := range cbs {
+		switch c.Method {
+		case "kv.get":
+			var p protocol.KVGetParams
+			if json.Unmarshal(c.Params, &p) == nil {
+				read[p.Namespace+"\x00"+p.Key] = true
+			}
+		case "kv.commit":
+			var p protocol.KVCommitParams
+			_ = json.Unmarshal(c.Params, &p)
+			guards := map[string]bool{}
+			for _, x := range p.Preconditions {
+				guards[x.Namespace+"\x00"+x.Key] = true
+			}
+			for _, k := range slices.Sorted(maps.Keys(commitKeys(c))) {
+				if read[k] && !guards[k] {
+					ns, key, _ := strings.Cut(k, "\x00")
+					errs = append(errs, atWire(c.index, fmt.Errorf("a kv.commit writes %s/%s, which the package read before it, without a precondition on it: a write made between the read and the commit would be lost", ns, clip(key, 80))))
+					break
+				}
+			}
+			read = map[string]bool{}
+		}
+	}
+	return errs
 }
 
 // conflicted reports whether the host answered callback c with conflict.
