@@ -574,3 +574,30 @@ type PackageReload struct {
 type KVLayouts struct {
 	Layouts map[string]int `json:"layouts"`
 }
+
+// ---- the test wire log (serve --test-wire-log) ----
+
+// WireLogSuffix ends a package's wire log's name, STATE/logs/extensions/
+// NAME.wire.jsonl: one WireLogRecord a line, which the daemon writes and a
+// test harness (extensiontest) reads.
+const WireLogSuffix = ".wire.jsonl"
+
+// WireLogRecord directions.
+const (
+	WireToExtension   = "to_extension"
+	WireFromExtension = "from_extension"
+)
+
+// WireLogRecord is one line between the daemon and a package.
+type WireLogRecord struct {
+	Time      time.Time `json:"time"`
+	Direction string    `json:"direction,omitempty"`
+	// Message is the line when it is a JSON object (with a secret.resolve
+	// answer's result redacted), else Text is the line.
+	Message json.RawMessage `json:"message,omitempty"`
+	Text    string          `json:"text,omitempty"`
+	// Truncated is the line's full length when only its prefix is kept.
+	Truncated int `json:"truncated,omitempty"`
+	// Full marks a file's last record: the file reached its bound.
+	Full bool `json:"full,omitempty"`
+}

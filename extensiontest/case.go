@@ -149,6 +149,8 @@ type H struct {
 
 	// agentMark is the agent transcript's size when the step began.
 	agentMark int64
+	// wireMarks is each package's wire log size when the step began.
+	wireMarks map[string]int64
 
 	mu         sync.Mutex
 	transcript []string // the step's actions and changes, one line each
@@ -312,6 +314,7 @@ func (h *H) step(st Step, timeout time.Duration) *StepError {
 	h.transcript = nil
 	h.mu.Unlock()
 	h.agentMark = h.agentSize()
+	h.wireMarks = h.d.wireSizes()
 	mark, err := h.latestChange(ctx)
 	if err != nil {
 		return &StepError{Expected: "a daemon that answers", Found: err.Error()}
@@ -579,6 +582,9 @@ func (h *H) evidence() string {
 	section("step transcript", strings.Join(h.transcript, "\n"))
 	h.mu.Unlock()
 	section("agent transcript (this step)", h.agentSince(h.agentMark))
+	for _, name := range h.wirePackages() {
+		section(fmt.Sprintf("wire (package %s, this step, last %d lines)", name, evidenceLines), h.wireSince(name))
+	}
 	section(fmt.Sprintf("daemon log (last %d lines)", evidenceLines), h.d.logTail(evidenceLines))
 	section(fmt.Sprintf("package %s stderr (last %d lines)", h.pkg, evidenceLines), h.d.packageLog(h.pkg, evidenceLines))
 	return b.String()

@@ -43,7 +43,7 @@ type daemon struct {
 // start runs serve and waits for its ready line, then for its status.
 func (d *daemon) start(ctx context.Context) error {
 	args := []string{"serve", "--config", d.configDir, "--state", d.stateDir,
-		"--test-clock=" + d.clockAt.UTC().Format(time.RFC3339Nano)}
+		"--test-clock=" + d.clockAt.UTC().Format(time.RFC3339Nano), "--test-wire-log"}
 	cmd := exec.Command(d.bin, args...)
 	cmd.Env = append(os.Environ(), d.env...)
 	d.stderr = &tailBuffer{max: 64 << 10}
@@ -154,6 +154,22 @@ func (d *daemon) logTail(lines int) string {
 		return ""
 	}
 	return lastLines(d.stderr.String(), lines)
+}
+
+// wireLogDir holds the packages' wire logs (serve --test-wire-log), one
+// NAME.wire.jsonl each beside their stderr logs.
+func (d *daemon) wireLogDir() string { return filepath.Join(d.stateDir, "logs", "extensions") }
+
+// wireSizes is the size of each package's wire log now, by package name.
+func (d *daemon) wireSizes() map[string]int64 {
+	sizes := map[string]int64{}
+	paths, _ := filepath.Glob(filepath.Join(d.wireLogDir(), "*"+client.WireLogSuffix))
+	for _, p := range paths {
+		if info, err := os.Stat(p); err == nil {
+			sizes[strings.TrimSuffix(filepath.Base(p), client.WireLogSuffix)] = info.Size()
+		}
+	}
+	return sizes
 }
 
 // packageLog is the last lines of a package's stderr, which the host

@@ -34,7 +34,11 @@
 // A failure names the step's number and name first, then what was
 // expected and what was found, then the evidence: the step's transcript
 // (its actions and the changes they brought), the scripted agent's
-// transcript, and the tails of the daemon's log and the package's stderr.
+// transcript, the step's wire transcript (the JSON-RPC lines between the
+// daemon and the package under test, and any other package whose wire
+// moved, during that step only: serve runs with --test-wire-log, and a
+// step notes each wire log's size when it starts), and the tails of the
+// daemon's log and the package's stderr.
 // The work directory is then kept and its path printed; OPEN_CONDUIT_KEEP=1
 // keeps it always.
 //

@@ -41,6 +41,10 @@ flags:
                       (client.InjectFault, client.ClearFaults) to script faults such
                       as "crash method=route.match nth=1" (the grammar: go doc
                       ./host/faultproxy)
+  --test-wire-log     for tests only: record every package's JSON-RPC lines, both
+                      directions, to STATE/logs/extensions/NAME.wire.jsonl (a line
+                      kept up to 64 KiB, a file up to 16 MiB; secret.resolve
+                      results and runs' toolbelt tokens redacted)
 `
 
 // shutdownBound bounds serve's orderly shutdown after SIGTERM.
@@ -55,6 +59,7 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	var testClock testClockFlag
 	fs.Var(&testClock, "test-clock", "for tests only: a manual clock standing at TIME (RFC 3339, default now)")
 	testFaults := fs.Bool("test-faults", false, "for tests only: packages behind the fault proxy, faults scripted through the API")
+	testWireLog := fs.Bool("test-wire-log", false, "for tests only: record every package's wire to STATE/logs/extensions/NAME.wire.jsonl")
 	fs.Usage = func() { fmt.Fprint(fs.Output(), "usage: open-conduit serve [flags]\n\n"+serveDetails) }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -104,9 +109,15 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 
+	var wire func(string) func(io.ReadCloser, io.WriteCloser) (io.ReadCloser, io.WriteCloser)
+	if *testWireLog {
+		wireLog := daemon.NewWireLog(filepath.Join(daemon.LogDir(*stateDir), "extensions"))
+		defer wireLog.Close()
+		wire = wireLog.Tap
+	}
 	d, err := daemon.Open(ctx, daemon.Options{ConfigDir: *configDir, StateDir: *stateDir, BundledDir: bundled,
 		Executable: exe, Version: binaryVersion(), Logger: logger, Clock: testClock.clock(),
-		TestFaults: *testFaults})
+		TestFaults: *testFaults, Wire: wire})
 	if err != nil {
 		var locked *daemon.LockedError
 		if errors.As(err, &locked) {
@@ -127,6 +138,9 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	}
 	if *testFaults {
 		fmt.Fprintf(stdout, "  faults:   test fault injection: every package behind the fault proxy, scripted through POST /v1/faults\n")
+	}
+	if *testWireLog {
+		fmt.Fprintf(stdout, "  wire:     test wire log: every package's JSON-RPC lines in %s\n", daemon.WireLogPath(st.Paths.State, "NAME"))
 	}
 	for _, p := range st.Packages {
 		fmt.Fprintf(stdout, "  package:  %s %s (%s, %s)\n", p.Name, p.Version, p.Origin, p.State)

@@ -1,0 +1,158 @@
+package daemon
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// nopWriteCloser is a process's stdin in these tests.
+type nopWriteCloser struct{ bytes.Buffer }
+
+func (*nopWriteCloser) Close() error { return nil }
+
+// wireRecords reads a wire log back.
+func wireRecords(t *testing.T, path string) []WireRecord {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	var out []WireRecord
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var r WireRecord
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &r), sc.Text())
+		out = append(out, r)
+	}
+	require.NoError(t, sc.Err())
+	return out
+}
+
+// tapRun passes fromExt through a tap of pkg as the package's stdout and
+// writes each of toExt to its stdin, then returns what came out each side.
+func tapRun(t *testing.T, l *WireLog, pkg string, fromExt string, toExt ...string) (string, string) {
+	t.Helper()
+	stdin := &nopWriteCloser{}
+	r, w := l.Tap(pkg)(io.NopCloser(strings.NewReader(fromExt)), stdin)
+	// Read in small pieces so lines arrive split across Reads.
+	var out bytes.Buffer
+	buf := make([]byte, 7)
+	for {
+		n, err := r.Read(buf)
+		out.Write(buf[:n])
+		if err != nil {
+			break
+		}
+	}
+	for _, m := range toExt {
+		_, err := w.Write([]byte(m))
+		require.NoError(t, err)
+	}
+	return out.String(), stdin.String()
+}
+
+// TestWireLogRecordsBothDirectionsAndRedactsSecrets: every line is
+// recorded with its direction and passed on unchanged, the answer to the
+// package's secret.resolve (by its id, string or number) and a run's
+// toolbelt token are redacted, and other answers are kept.
+func TestWireLogRecordsBothDirectionsAndRedactsSecrets(t *testing.T) {
+	dir := t.TempDir()
+	l := NewWireLog(dir)
+	fromExt := `{"jsonrpc":"2.0","id":7,"method":"secret.resolve","params":{"connection":"hook"}}` + "\n" +
+		`{"jsonrpc":"2.0","id":"s","method":"secret.resolve","params":{"connection":"hook"}}` + "\n" +
+		`{"jsonrpc":"2.0","id":8,"method":"kv.get","params":{}}` + "\n" +
+		"not json\n"
+	toExt := []string{
+		`{"jsonrpc":"2.0","id":7,"result":{"values":{"token":"hunter2-number"}}}` + "\n",
+		`{"jsonrpc":"2.0","id":"s","result":{"values":{"token":"hunter2-string"}}}` + "\n",
+		`{"jsonrpc":"2.0","id":8,"result":{"value":"kept"}}` + "\n",
+		`{"jsonrpc":"2.0","id":1,"method":"webhook.handle","params":{}}` + "\n",
+		`{"jsonrpc":"2.0","id":2,"method":"executor.run","params":{"run_id":"r1","token":"otb1.hunter2-token"}}` + "\n",
+	}
+	gotOut, gotIn := tapRun(t, l, "p", fromExt, toExt...)
+	require.NoError(t, l.Close())
+	assert.Equal(t, fromExt, gotOut, "the package's stdout passes unchanged")
+	assert.Equal(t, strings.Join(toExt, ""), gotIn, "the daemon's writes pass unchanged")
+
+	path := filepath.Join(dir, "p.wire.jsonl")
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.NotContains(t, string(data), "hunter2", "no secret.resolve result or toolbelt token is logged")
+	recs := wireRecords(t, path)
+	require.Len(t, recs, 9)
+	for i, r := range recs {
+		want := WireFromExtension
+		if i >= 4 {
+			want = WireToExtension
+		}
+		assert.Equal(t, want, r.Direction, "record %d", i)
+		assert.False(t, r.Time.IsZero())
+	}
+	assert.JSONEq(t, `{"jsonrpc":"2.0","id":8,"method":"kv.get","params":{}}`, string(recs[2].Message))
+	assert.Equal(t, "not json", recs[3].Text)
+	assert.JSONEq(t, `{"jsonrpc":"2.0","id":7,"result":"[redacted]"}`, string(recs[4].Message))
+	assert.JSONEq(t, `{"jsonrpc":"2.0","id":"s","result":"[redacted]"}`, string(recs[5].Message))
+	assert.JSONEq(t, `{"jsonrpc":"2.0","id":8,"result":{"value":"kept"}}`, string(recs[6].Message))
+	assert.Contains(t, string(recs[7].Message), `"webhook.handle"`)
+	assert.JSONEq(t, `{"jsonrpc":"2.0","id":2,"method":"executor.run","params":{"run_id":"r1","token":"[redacted]"}}`, string(recs[8].Message))
+}
+
+// TestWireLogRedactsAnUnreadableAnswerWhileASecretIsOwed: an answer too
+// long to parse, while a secret.resolve is unanswered, keeps nothing of
+// its text.
+func TestWireLogRedactsAnUnreadableAnswerWhileASecretIsOwed(t *testing.T) {
+	dir := t.TempDir()
+	l := NewWireLog(dir)
+	long := `{"jsonrpc":"2.0","id":1,"result":{"values":{"k":"` + strings.Repeat("S", WireLogLineBytes) + `"}}}` + "\n"
+	tapRun(t, l, "p", `{"jsonrpc":"2.0","id":1,"method":"secret.resolve","params":{}}`+"\n", long)
+	require.NoError(t, l.Close())
+	recs := wireRecords(t, filepath.Join(dir, "p.wire.jsonl"))
+	require.Len(t, recs, 2)
+	assert.Equal(t, len(long)-1, recs[1].Truncated)
+	assert.NotContains(t, recs[1].Text, "SSS")
+}
+
+// TestWireLogBounds: a line over WireLogLineBytes keeps its prefix and
+// its length; a file stops at its bound with one record saying so, and a
+// restart's tap appends to the same file under the same bound.
+func TestWireLogBounds(t *testing.T) {
+	dir := t.TempDir()
+	l := NewWireLog(dir)
+	long := strings.Repeat("x", WireLogLineBytes+100)
+	tapRun(t, l, "p", long+"\n")
+	recs := wireRecords(t, filepath.Join(dir, "p.wire.jsonl"))
+	require.Len(t, recs, 1)
+	assert.Equal(t, WireLogLineBytes+100, recs[0].Truncated)
+	assert.Len(t, recs[0].Text, WireLogLineBytes)
+
+	// A flood: far more than the file's bound, over two processes.
+	flood := strings.Repeat(strings.Repeat("y", 1000)+"\n", WireLogFileBytes/1000)
+	tapRun(t, l, "p", flood)
+	tapRun(t, l, "p", flood)
+	require.NoError(t, l.Close())
+	info, err := os.Stat(filepath.Join(dir, "p.wire.jsonl"))
+	require.NoError(t, err)
+	assert.LessOrEqual(t, info.Size(), int64(WireLogFileBytes))
+	recs = wireRecords(t, filepath.Join(dir, "p.wire.jsonl"))
+	assert.True(t, recs[len(recs)-1].Full, "the last record says the file is full")
+	for _, r := range recs[:len(recs)-1] {
+		assert.False(t, r.Full)
+	}
+
+	// A new daemon on the same state appends nothing to a full file.
+	l2 := NewWireLog(dir)
+	tapRun(t, l2, "p", "after\n")
+	require.NoError(t, l2.Close())
+	info2, err := os.Stat(filepath.Join(dir, "p.wire.jsonl"))
+	require.NoError(t, err)
+	assert.Equal(t, info.Size(), info2.Size())
+}
