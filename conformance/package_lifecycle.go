@@ -164,12 +164,20 @@ func clipBytes(s string, n int) string {
 	return s[:n]
 }
 
+// shutdownPolls is how many requests in a row, sent while shutdown waits
+// on in-flight work, may be served before the package is taken to serve
+// after shutdown.
+const shutdownPolls = 5
+
 // CheckPackageShutdown sends shutdown to a spare process after its
 // handshake: the package must answer it, refuse a new request with
 // shutting_down (or have exited already) and exit on its own, with its
 // stdin still open, within PackageExitBound of answering. When it declares
 // an executor, an executor.wait is in flight as shutdown arrives: it must
-// be answered (finished or cancelled), never dropped by the exit.
+// be answered (finished or cancelled), never dropped by the exit, and the
+// requests sent while shutdown waits on it must be refused shutting_down
+// (up to shutdownPolls served in a row are taken as racing shutdown's
+// start).
 func CheckPackageShutdown(ctx context.Context, d PackageDriver) error {
 	return withSpare(ctx, d, func(p RawPackage) error {
 		if err := handshake(ctx, d, p); err != nil {
@@ -192,10 +200,48 @@ func CheckPackageShutdown(ctx context.Context, d PackageDriver) error {
 				return fmt.Errorf("before shutdown: %w", err)
 			}
 		}
-		if err := p.Call(ctx, "shutdown", protocol.Empty{}, nil); err != nil {
-			return fmt.Errorf("shutdown was not answered: %w", err)
-		}
 		var errs []error
+		if inflight == nil {
+			if err := p.Call(ctx, "shutdown", protocol.Empty{}, nil); err != nil {
+				return fmt.Errorf("shutdown was not answered: %w", err)
+			}
+		} else {
+			// Shutdown waits on the executor.wait, so the package is still
+			// there to answer: ask it again and again until it refuses.
+			// A request can race shutdown's own start (a package may serve
+			// it as read before), so one served is no verdict; served
+			// shutdownPolls times in a row, none refused, is.
+			shut := make(chan error, 1)
+			go func() { shut <- p.Call(ctx, "shutdown", protocol.Empty{}, nil) }()
+			served, refused, answered := 0, false, false
+			var shutErr error
+			for !refused && !answered && served < shutdownPolls {
+				err := p.Call(ctx, "configure", d.ConfigureParams(), nil)
+				select {
+				case shutErr = <-shut:
+					answered = true
+				default:
+				}
+				switch {
+				case err == nil && !answered:
+					served++
+				case errors.Is(err, protocol.ErrShuttingDown):
+					refused = true
+				case err != nil && !errors.Is(err, jsonrpc.ErrTransport) && !answered:
+					errs = append(errs, fmt.Errorf("a request while shutdown waited on in-flight work was refused with %s, not %s: %v", protocol.CodeOf(err), protocol.CodeShuttingDown, err))
+					refused = true
+				}
+			}
+			if served >= shutdownPolls {
+				errs = append(errs, fmt.Errorf("%d requests sent one after another after shutdown, while it waited on in-flight work, were all served; new requests must be refused shutting_down", served))
+			}
+			if !answered {
+				shutErr = <-shut
+			}
+			if shutErr != nil {
+				return errors.Join(append(errs, fmt.Errorf("shutdown was not answered: %w", shutErr))...)
+			}
+		}
 		err := p.Call(ctx, "configure", d.ConfigureParams(), nil)
 		switch {
 		case err == nil:
