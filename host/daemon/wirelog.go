@@ -270,9 +270,14 @@ func (t *wireTap) record(direction string, line []byte, length int) {
 	case direction == WireToExtension && env.Method != nil && bytes.Contains(env.Params, []byte(`"token"`)):
 		// executor.run, .recover and .resume hand the run its toolbelt
 		// token: a bearer credential, kept out like a secret.
-		if red, err := redactParamsToken(line, env.Params); err == nil {
-			line = red
+		red, err := redactParamsToken(line, env.Params)
+		if err != nil {
+			t.mu.Unlock()
+			rec.Text, rec.Truncated = wireRedacted, length
+			t.file.write(rec)
+			return
 		}
+		line = red
 	case direction == WireToExtension && env.Method == nil && len(env.ID) > 0:
 		key := idKey(env.ID)
 		if t.pending[key] || t.overflowed {
@@ -378,9 +383,10 @@ type wireWriter struct {
 }
 
 func (w *wireWriter) Write(p []byte) (int, error) {
+	// Held across the write too, so the log's order is the pipe's.
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	w.line.feed(p, func(line []byte, length int) { w.tap.record(WireToExtension, line, length) })
-	w.mu.Unlock()
 	return w.w.Write(p)
 }
 
