@@ -28,82 +28,84 @@ const (
 	IgnoreTerm = `trap '' TERM; echo ready; read never` // needs SIGKILL
 )
 
+// inEachMode runs body as a subtest in each of the Modes, over a fresh
+// fixture.
+func (x Executor) inEachMode(t *testing.T, body func(t *testing.T, m Mode, f *Fixture)) {
+	for _, m := range Modes {
+		t.Run(m.Name, func(t *testing.T) { body(t, m, NewFixture(t, x, m)) })
+	}
+}
+
 // The methods below named Test… are the bodies of the package tests of the
 // same name, in every mode.
 
 // TestRunWaitInject: run, live, inject, wait, and the refusals around them.
 func (x Executor) TestRunWaitInject(t *testing.T) {
-	for _, m := range Modes {
-		t.Run(m.Name, func(t *testing.T) {
-			ctx := Context(t)
-			f := NewFixture(t, x, m)
-			rec := f.Run(t, "run-1", EchoInput)
-			assert.True(t, Alive(rec.PID))
-			assert.Equal(t, rec.PID, rec.PGID, "the job leads a process group of its own")
+	x.inEachMode(t, func(t *testing.T, _ Mode, f *Fixture) {
+		ctx := Context(t)
+		rec := f.Run(t, "run-1", EchoInput)
+		assert.True(t, Alive(rec.PID))
+		assert.Equal(t, rec.PID, rec.PGID, "the job leads a process group of its own")
 
-			var live protocol.ExecutorLiveResult
-			require.NoError(t, f.C.Call(ctx, "executor.live", protocol.ExecutorLiveParams{Executor: x.Name, RunID: "run-1"}, &live))
-			var names []string
-			for _, o := range live.Outputs {
-				names = append(names, o.Name)
-			}
-			require.Equal(t, x.LiveOutputs, names, "the live outputs, each on its own")
+		var live protocol.ExecutorLiveResult
+		require.NoError(t, f.C.Call(ctx, "executor.live", protocol.ExecutorLiveParams{Executor: x.Name, RunID: "run-1"}, &live))
+		var names []string
+		for _, o := range live.Outputs {
+			names = append(names, o.Name)
+		}
+		require.Equal(t, x.LiveOutputs, names, "the live outputs, each on its own")
 
-			require.NoError(t, f.Inject(t, "run-1", "hello"))
-			res := f.Wait(t, "run-1")
-			assert.Equal(t, "succeeded", res.State)
-			out, err := os.ReadFile(filepath.Join(rec.Dir, x.LiveOutputs[0]))
-			require.NoError(t, err)
-			assert.Equal(t, "got hello\n", string(out))
+		require.NoError(t, f.Inject(t, "run-1", "hello"))
+		res := f.Wait(t, "run-1")
+		assert.Equal(t, "succeeded", res.State)
+		out, err := os.ReadFile(filepath.Join(rec.Dir, x.LiveOutputs[0]))
+		require.NoError(t, err)
+		assert.Equal(t, "got hello\n", string(out))
 
-			err = f.C.Call(ctx, "executor.live", protocol.ExecutorLiveParams{Executor: x.Name, RunID: "run-1"}, nil)
-			assert.ErrorIs(t, err, protocol.ErrNotLive, "a settled run has no live output")
-			assert.ErrorIs(t, f.Inject(t, "run-1", "late"), protocol.ErrConflict)
+		err = f.C.Call(ctx, "executor.live", protocol.ExecutorLiveParams{Executor: x.Name, RunID: "run-1"}, nil)
+		assert.ErrorIs(t, err, protocol.ErrNotLive, "a settled run has no live output")
+		assert.ErrorIs(t, f.Inject(t, "run-1", "late"), protocol.ErrConflict)
 
-			f.Run(t, "run-2", ExitInput)
-			require.NoError(t, f.Inject(t, "run-2", "3"))
-			res = f.Wait(t, "run-2")
-			assert.Equal(t, "failed", res.State)
-			assert.Equal(t, 3, res.ExitCode)
+		f.Run(t, "run-2", ExitInput)
+		require.NoError(t, f.Inject(t, "run-2", "3"))
+		res = f.Wait(t, "run-2")
+		assert.Equal(t, "failed", res.State)
+		assert.Equal(t, 3, res.ExitCode)
 
-			err = f.C.Call(ctx, "executor.wait", protocol.ExecutorWaitParams{Executor: x.Name, RunID: "unknown"}, nil)
-			assert.ErrorIs(t, err, protocol.ErrNotFound)
-			err = f.C.Call(ctx, "executor.run", protocol.ExecutorRunParams{Executor: x.Name, RunID: "run-3", Config: json.RawMessage(`{"command":7}`)}, nil)
-			assert.ErrorIs(t, err, protocol.ErrInvalid, "a config that is not one")
+		err = f.C.Call(ctx, "executor.wait", protocol.ExecutorWaitParams{Executor: x.Name, RunID: "unknown"}, nil)
+		assert.ErrorIs(t, err, protocol.ErrNotFound)
+		err = f.C.Call(ctx, "executor.run", protocol.ExecutorRunParams{Executor: x.Name, RunID: "run-3", Config: json.RawMessage(`{"command":7}`)}, nil)
+		assert.ErrorIs(t, err, protocol.ErrInvalid, "a config that is not one")
 
-			// Events are injected as JSON lines.
-			rec = f.Run(t, "run-5", EchoInput)
-			require.NoError(t, f.C.Call(ctx, "executor.inject", protocol.ExecutorInjectParams{Executor: x.Name, RunID: "run-5",
-				Events: []protocol.Event{{ID: "ev-1", Family: "notes.note", Root: "ev-1"}}}, nil))
-			assert.Equal(t, "succeeded", f.Wait(t, "run-5").State)
-			out, err = os.ReadFile(filepath.Join(rec.Dir, x.LiveOutputs[0]))
-			require.NoError(t, err)
-			assert.Contains(t, string(out), `got {"id":"ev-1"`)
-			err = f.C.Call(ctx, "executor.inject", protocol.ExecutorInjectParams{Executor: x.Name, RunID: "run-5"}, nil)
-			assert.Error(t, err, "nothing to inject")
+		// Events are injected as JSON lines.
+		rec = f.Run(t, "run-5", EchoInput)
+		require.NoError(t, f.C.Call(ctx, "executor.inject", protocol.ExecutorInjectParams{Executor: x.Name, RunID: "run-5",
+			Events: []protocol.Event{{ID: "ev-1", Family: "notes.note", Root: "ev-1"}}}, nil))
+		assert.Equal(t, "succeeded", f.Wait(t, "run-5").State)
+		out, err = os.ReadFile(filepath.Join(rec.Dir, x.LiveOutputs[0]))
+		require.NoError(t, err)
+		assert.Contains(t, string(out), `got {"id":"ev-1"`)
+		err = f.C.Call(ctx, "executor.inject", protocol.ExecutorInjectParams{Executor: x.Name, RunID: "run-5"}, nil)
+		assert.Error(t, err, "nothing to inject")
 
-			// Without a command the job waits to be told its status.
-			require.NoError(t, f.C.Call(ctx, "executor.run", protocol.ExecutorRunParams{Executor: x.Name, RunID: "run-4", Config: Config("")}, nil))
-			require.NoError(t, f.Inject(t, "run-4", "5"))
-			res = f.Wait(t, "run-4")
-			assert.Equal(t, 5, res.ExitCode)
-		})
-	}
+		// Without a command the job waits to be told its status.
+		require.NoError(t, f.C.Call(ctx, "executor.run", protocol.ExecutorRunParams{Executor: x.Name, RunID: "run-4", Config: Config("")}, nil))
+		require.NoError(t, f.Inject(t, "run-4", "5"))
+		res = f.Wait(t, "run-4")
+		assert.Equal(t, 5, res.ExitCode)
+	})
 }
 
 // TestInterrupt: SIGINT ends the job, and its status is recorded.
 func (x Executor) TestInterrupt(t *testing.T) {
-	for _, m := range Modes {
-		t.Run(m.Name, func(t *testing.T) {
-			ctx := Context(t)
-			f := NewFixture(t, x, m)
-			f.Run(t, "run-1", ExitInput)
-			require.NoError(t, f.C.Call(ctx, "executor.interrupt", protocol.ExecutorInterruptParams{Executor: x.Name, RunID: "run-1"}, nil))
-			res := f.Wait(t, "run-1")
-			assert.Equal(t, "failed", res.State)
-			assert.Equal(t, 130, res.ExitCode, "SIGINT ended the command, and its status was recorded")
-		})
-	}
+	x.inEachMode(t, func(t *testing.T, _ Mode, f *Fixture) {
+		ctx := Context(t)
+		f.Run(t, "run-1", ExitInput)
+		require.NoError(t, f.C.Call(ctx, "executor.interrupt", protocol.ExecutorInterruptParams{Executor: x.Name, RunID: "run-1"}, nil))
+		res := f.Wait(t, "run-1")
+		assert.Equal(t, "failed", res.State)
+		assert.Equal(t, 130, res.ExitCode, "SIGINT ended the command, and its status was recorded")
+	})
 }
 
 // TestStop: stop answers once the job's group is gone, a job that ignores
@@ -112,135 +114,123 @@ func (x Executor) TestStop(t *testing.T) {
 	grace := *x.StopGrace
 	*x.StopGrace = 200 * time.Millisecond // the in-process executors read it; a child process keeps the default
 	t.Cleanup(func() { *x.StopGrace = grace })
-	for _, m := range Modes {
-		t.Run(m.Name, func(t *testing.T) {
-			ctx := Context(t)
-			f := NewFixture(t, x, m)
-			for _, command := range []string{ExitInput, IgnoreTerm} {
-				rec := f.Run(t, "run-"+command, command)
-				var res protocol.ExecutorStopResult
-				require.NoError(t, f.C.Call(ctx, "executor.stop", protocol.ExecutorStopParams{Executor: x.Name, RunID: "run-" + command, Epoch: 1}, &res))
-				assert.True(t, res.Stopped, res.Evidence)
-				assert.True(t, GroupEmpty(rec.PGID), "stop answered while the job's group still runs: %s", res.Evidence)
-				assert.False(t, Alive(rec.PID))
-				assert.Equal(t, "stopped", f.Wait(t, "run-"+command).State)
-			}
+	x.inEachMode(t, func(t *testing.T, _ Mode, f *Fixture) {
+		ctx := Context(t)
+		for _, command := range []string{ExitInput, IgnoreTerm} {
+			rec := f.Run(t, "run-"+command, command)
+			var res protocol.ExecutorStopResult
+			require.NoError(t, f.C.Call(ctx, "executor.stop", protocol.ExecutorStopParams{Executor: x.Name, RunID: "run-" + command, Epoch: 1}, &res))
+			assert.True(t, res.Stopped, res.Evidence)
+			assert.True(t, GroupEmpty(rec.PGID), "stop answered while the job's group still runs: %s", res.Evidence)
+			assert.False(t, Alive(rec.PID))
+			assert.Equal(t, "stopped", f.Wait(t, "run-"+command).State)
+		}
 
-			// Forget drops a settled run's directory, and refuses a
-			// running one.
-			rec := f.Run(t, "run-forget", ExitInput)
-			err := f.C.Call(ctx, "executor.forget", protocol.ExecutorForgetParams{Executor: x.Name, RunID: "run-forget"}, nil)
-			assert.ErrorIs(t, err, protocol.ErrConflict)
-			require.NoError(t, f.Inject(t, "run-forget", "0"))
-			f.Wait(t, "run-forget")
-			require.NoError(t, f.C.Call(ctx, "executor.forget", protocol.ExecutorForgetParams{Executor: x.Name, RunID: "run-forget"}, nil))
-			_, err = os.Stat(rec.Dir)
-			assert.True(t, errors.Is(err, os.ErrNotExist), "the run's directory is gone")
-		})
-	}
+		// Forget drops a settled run's directory, and refuses a
+		// running one.
+		rec := f.Run(t, "run-forget", ExitInput)
+		err := f.C.Call(ctx, "executor.forget", protocol.ExecutorForgetParams{Executor: x.Name, RunID: "run-forget"}, nil)
+		assert.ErrorIs(t, err, protocol.ErrConflict)
+		require.NoError(t, f.Inject(t, "run-forget", "0"))
+		f.Wait(t, "run-forget")
+		require.NoError(t, f.C.Call(ctx, "executor.forget", protocol.ExecutorForgetParams{Executor: x.Name, RunID: "run-forget"}, nil))
+		_, err = os.Stat(rec.Dir)
+		assert.True(t, errors.Is(err, os.ErrNotExist), "the run's directory is gone")
+	})
 }
 
 // TestPersistRefusal: the host's refusal to persist a run's metadata
 // comes back as it is, and nothing of the run keeps running.
 func (x Executor) TestPersistRefusal(t *testing.T) {
-	for _, m := range Modes {
-		t.Run(m.Name, func(t *testing.T) {
-			f := NewFixture(t, x, m)
-			f.Refuse(protocol.Errorf(protocol.CodeConflict, "the lease moved on"))
-			err := f.C.Call(Context(t), "executor.run", protocol.ExecutorRunParams{Executor: x.Name, RunID: "run-1", Config: Config(ExitInput)}, nil)
-			assert.ErrorIs(t, err, protocol.ErrConflict, "the host's refusal comes back as it is")
-			entries, err := os.ReadDir(filepath.Join(f.Dir, "runs"))
-			require.NoError(t, err)
-			require.Len(t, entries, 1)
-			meta, err := os.ReadFile(filepath.Join(f.Dir, "runs", entries[0].Name(), x.MetaFile))
-			require.NoError(t, err)
-			var rec Record
-			require.NoError(t, json.Unmarshal(meta, &rec))
-			assert.True(t, GroupEmpty(rec.PGID), "nothing keeps running for a run the host refused")
-		})
-	}
+	x.inEachMode(t, func(t *testing.T, _ Mode, f *Fixture) {
+		f.Refuse(protocol.Errorf(protocol.CodeConflict, "the lease moved on"))
+		err := f.C.Call(Context(t), "executor.run", protocol.ExecutorRunParams{Executor: x.Name, RunID: "run-1", Config: Config(ExitInput)}, nil)
+		assert.ErrorIs(t, err, protocol.ErrConflict, "the host's refusal comes back as it is")
+		entries, err := os.ReadDir(filepath.Join(f.Dir, "runs"))
+		require.NoError(t, err)
+		require.Len(t, entries, 1)
+		meta, err := os.ReadFile(filepath.Join(f.Dir, "runs", entries[0].Name(), x.MetaFile))
+		require.NoError(t, err)
+		var rec Record
+		require.NoError(t, json.Unmarshal(meta, &rec))
+		assert.True(t, GroupEmpty(rec.PGID), "nothing keeps running for a run the host refused")
+	})
 }
 
 // TestRecover restarts the executor (in process: a fresh value; as a
 // process: SIGKILL to it) while a job runs, and adopts the job from its
 // persisted metadata in the new executor.
 func (x Executor) TestRecover(t *testing.T) {
-	for _, m := range Modes {
-		t.Run(m.Name, func(t *testing.T) {
-			ctx := Context(t)
-			f := NewFixture(t, x, m)
-			running := f.Run(t, "run-running", EchoInput)
-			finished := f.Run(t, "run-finished", ExitInput)
-			gone := f.Run(t, "run-gone", ExitInput)
-			if f.Proc != nil {
-				f.Proc.Kill()
-			}
-			assert.True(t, Alive(running.PID), "the job survives the executor")
+	x.inEachMode(t, func(t *testing.T, m Mode, f *Fixture) {
+		ctx := Context(t)
+		running := f.Run(t, "run-running", EchoInput)
+		finished := f.Run(t, "run-finished", ExitInput)
+		gone := f.Run(t, "run-gone", ExitInput)
+		if f.Proc != nil {
+			f.Proc.Kill()
+		}
+		assert.True(t, Alive(running.PID), "the job survives the executor")
 
-			// While no executor holds them, one job finishes and records
-			// its status, and another is killed before it could.
-			require.NoError(t, x.WriteInput(finished, "4"))
-			require.NoError(t, WaitGone(ctx, finished.PID))
-			KillGroup(gone.PGID)
-			require.NoError(t, WaitGone(ctx, gone.PID))
+		// While no executor holds them, one job finishes and records
+		// its status, and another is killed before it could.
+		require.NoError(t, x.WriteInput(finished, "4"))
+		require.NoError(t, WaitGone(ctx, finished.PID))
+		KillGroup(gone.PGID)
+		require.NoError(t, WaitGone(ctx, gone.PID))
 
-			f.Restart(t, m)
-			err := f.C.Call(ctx, "executor.wait", protocol.ExecutorWaitParams{Executor: x.Name, RunID: "run-running"}, nil)
-			assert.ErrorIs(t, err, protocol.ErrNotFound, "a new executor knows no run before it recovers it")
+		f.Restart(t, m)
+		err := f.C.Call(ctx, "executor.wait", protocol.ExecutorWaitParams{Executor: x.Name, RunID: "run-running"}, nil)
+		assert.ErrorIs(t, err, protocol.ErrNotFound, "a new executor knows no run before it recovers it")
 
-			recoverRun := func(runID string, meta json.RawMessage) error {
-				return f.C.Call(ctx, "executor.recover", protocol.ExecutorRecoverParams{Executor: x.Name, RunID: runID, Recovery: meta}, nil)
-			}
-			require.NoError(t, recoverRun("run-running", f.Recovery("run-running")))
-			require.NoError(t, f.Inject(t, "run-running", "after the restart"))
-			assert.Equal(t, "succeeded", f.Wait(t, "run-running").State)
-			out, err := os.ReadFile(filepath.Join(running.Dir, x.LiveOutputs[0]))
-			require.NoError(t, err)
-			assert.Equal(t, "got after the restart\n", string(out))
+		recoverRun := func(runID string, meta json.RawMessage) error {
+			return f.C.Call(ctx, "executor.recover", protocol.ExecutorRecoverParams{Executor: x.Name, RunID: runID, Recovery: meta}, nil)
+		}
+		require.NoError(t, recoverRun("run-running", f.Recovery("run-running")))
+		require.NoError(t, f.Inject(t, "run-running", "after the restart"))
+		assert.Equal(t, "succeeded", f.Wait(t, "run-running").State)
+		out, err := os.ReadFile(filepath.Join(running.Dir, x.LiveOutputs[0]))
+		require.NoError(t, err)
+		assert.Equal(t, "got after the restart\n", string(out))
 
-			require.NoError(t, recoverRun("run-finished", f.Recovery("run-finished")))
-			res := f.Wait(t, "run-finished")
-			assert.Equal(t, "failed", res.State)
-			assert.Equal(t, 4, res.ExitCode, "the status the job recorded on disk")
+		require.NoError(t, recoverRun("run-finished", f.Recovery("run-finished")))
+		res := f.Wait(t, "run-finished")
+		assert.Equal(t, "failed", res.State)
+		assert.Equal(t, 4, res.ExitCode, "the status the job recorded on disk")
 
-			assert.ErrorIs(t, recoverRun("run-gone", f.Recovery("run-gone")), protocol.ErrNotAdoptable, "gone without a recorded status")
-			assert.ErrorIs(t, recoverRun("run-x", json.RawMessage(`{"garbage":true}`)), protocol.ErrNotAdoptable)
-			// Metadata naming a directory that is not its run's own is
-			// refused: recovery never reaches outside the executor's runs.
-			var forged Record
-			require.NoError(t, json.Unmarshal(f.Recovery("run-finished"), &forged))
-			forged.Dir = running.Dir
-			forgedJSON, err := json.Marshal(forged)
-			require.NoError(t, err)
-			assert.ErrorIs(t, recoverRun("run-x", forgedJSON), protocol.ErrNotAdoptable, "metadata pointing at another run's directory")
+		assert.ErrorIs(t, recoverRun("run-gone", f.Recovery("run-gone")), protocol.ErrNotAdoptable, "gone without a recorded status")
+		assert.ErrorIs(t, recoverRun("run-x", json.RawMessage(`{"garbage":true}`)), protocol.ErrNotAdoptable)
+		// Metadata naming a directory that is not its run's own is
+		// refused: recovery never reaches outside the executor's runs.
+		var forged Record
+		require.NoError(t, json.Unmarshal(f.Recovery("run-finished"), &forged))
+		forged.Dir = running.Dir
+		forgedJSON, err := json.Marshal(forged)
+		require.NoError(t, err)
+		assert.ErrorIs(t, recoverRun("run-x", forgedJSON), protocol.ErrNotAdoptable, "metadata pointing at another run's directory")
 
-			// The host stops a run it could not adopt: nothing of it is
-			// left, which stop confirms from the run's directory.
-			var stop protocol.ExecutorStopResult
-			require.NoError(t, f.C.Call(ctx, "executor.stop", protocol.ExecutorStopParams{Executor: x.Name, RunID: "run-gone"}, &stop))
-			assert.True(t, stop.Stopped, stop.Evidence)
-		})
-	}
+		// The host stops a run it could not adopt: nothing of it is
+		// left, which stop confirms from the run's directory.
+		var stop protocol.ExecutorStopResult
+		require.NoError(t, f.C.Call(ctx, "executor.stop", protocol.ExecutorStopParams{Executor: x.Name, RunID: "run-gone"}, &stop))
+		assert.True(t, stop.Stopped, stop.Evidence)
+	})
 }
 
 // TestStopUnadopted stops a running job that no executor process holds,
 // from the metadata its directory keeps.
 func (x Executor) TestStopUnadopted(t *testing.T) {
-	for _, m := range Modes {
-		t.Run(m.Name, func(t *testing.T) {
-			ctx := Context(t)
-			f := NewFixture(t, x, m)
-			rec := f.Run(t, "run-1", ExitInput)
-			if f.Proc != nil {
-				f.Proc.Kill()
-			}
-			f.Restart(t, m)
-			var stop protocol.ExecutorStopResult
-			require.NoError(t, f.C.Call(ctx, "executor.stop", protocol.ExecutorStopParams{Executor: x.Name, RunID: "run-1"}, &stop))
-			assert.True(t, stop.Stopped, stop.Evidence)
-			assert.True(t, GroupEmpty(rec.PGID))
-		})
-	}
+	x.inEachMode(t, func(t *testing.T, m Mode, f *Fixture) {
+		ctx := Context(t)
+		rec := f.Run(t, "run-1", ExitInput)
+		if f.Proc != nil {
+			f.Proc.Kill()
+		}
+		f.Restart(t, m)
+		var stop protocol.ExecutorStopResult
+		require.NoError(t, f.C.Call(ctx, "executor.stop", protocol.ExecutorStopParams{Executor: x.Name, RunID: "run-1"}, &stop))
+		assert.True(t, stop.Stopped, stop.Evidence)
+		assert.True(t, GroupEmpty(rec.PGID))
+	})
 }
 
 // TestExecutorSuite runs the shared executor suite against the executor,
