@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/open-conduit/open-conduit/client"
+	"github.com/open-conduit/open-conduit/protocol/jsonrpc"
 )
 
 // The wire log (serve --test-wire-log) records every line between the
@@ -34,6 +35,11 @@ const (
 // WireRecord is one line of a wire log (its type is client's, which a
 // test reads it with).
 type WireRecord = client.WireLogRecord
+
+// wireParseBytes is the longest line the log reads whole: the longest
+// the host's JSON-RPC connection takes (jsonrpc.DefaultMaxMessageBytes),
+// so no request it acts on escapes the redaction.
+const wireParseBytes = jsonrpc.DefaultMaxMessageBytes + 1
 
 // Wire log directions.
 const (
@@ -199,7 +205,8 @@ type wireTap struct {
 }
 
 // lineBuffer gathers one direction's bytes into lines, keeping at most
-// WireLogLineBytes of each.
+// wireParseBytes of each: a line is read whole (as the peer reads it) to
+// be redacted, then cut to WireLogLineBytes as it is logged.
 type lineBuffer struct {
 	buf []byte
 	n   int // the current line's full length so far
@@ -213,7 +220,7 @@ func (b *lineBuffer) feed(p []byte, emit func(line []byte, length int)) {
 		if i >= 0 {
 			chunk = p[:i]
 		}
-		if room := WireLogLineBytes - len(b.buf); room > 0 {
+		if room := wireParseBytes - len(b.buf); room > 0 {
 			b.buf = append(b.buf, chunk[:min(room, len(chunk))]...)
 		}
 		b.n += len(chunk)
@@ -295,18 +302,23 @@ func (t *wireTap) record(direction string, line []byte, length int) {
 		}
 	}
 	t.mu.Unlock()
+	out := line
 	if isObject {
 		var compact bytes.Buffer
 		if json.Compact(&compact, line) == nil {
-			rec.Message = compact.Bytes()
-		} else {
-			rec.Text = string(line)
+			out = compact.Bytes()
 		}
-	} else {
-		rec.Text = string(line)
+	}
+	switch {
+	case truncated || len(out) > WireLogLineBytes:
+		rec.Text, rec.Truncated = string(out[:min(len(out), WireLogLineBytes)]), len(out)
 		if truncated {
-			rec.Truncated = length
+			rec.Truncated = length // what was read was only the line's start
 		}
+	case isObject:
+		rec.Message = out
+	default:
+		rec.Text = string(out)
 	}
 	t.file.write(rec)
 }

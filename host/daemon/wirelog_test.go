@@ -106,19 +106,37 @@ func TestWireLogRecordsBothDirectionsAndRedactsSecrets(t *testing.T) {
 	assert.JSONEq(t, `{"jsonrpc":"2.0","id":2,"method":"executor.run","params":{"run_id":"r1","token":"[redacted]"}}`, string(recs[8].Message))
 }
 
-// TestWireLogRedactsAnUnreadableAnswerWhileASecretIsOwed: an answer too
-// long to parse, while a secret.resolve is unanswered, keeps nothing of
-// its text.
-func TestWireLogRedactsAnUnreadableAnswerWhileASecretIsOwed(t *testing.T) {
-	dir := t.TempDir()
-	l := NewWireLog(dir)
-	long := `{"jsonrpc":"2.0","id":1,"result":{"values":{"k":"` + strings.Repeat("S", WireLogLineBytes) + `"}}}` + "\n"
-	tapRun(t, l, "p", `{"jsonrpc":"2.0","id":1,"method":"secret.resolve","params":{}}`+"\n", long)
-	require.NoError(t, l.Close())
-	recs := wireRecords(t, filepath.Join(dir, "p.wire.jsonl"))
-	require.Len(t, recs, 2)
-	assert.Equal(t, len(long)-1, recs[1].Truncated)
-	assert.NotContains(t, recs[1].Text, "SSS")
+// TestWireLogRedactsLongLines: a secret.resolve request padded past the
+// line bound is still read whole, so its answer is redacted; an answer
+// past the bound is redacted before it is cut; and an answer too long to
+// read at all, while a secret is owed, keeps nothing of its text.
+func TestWireLogRedactsLongLines(t *testing.T) {
+	pad := strings.Repeat(" ", WireLogLineBytes+10)
+	longAsk := `{"jsonrpc":"2.0","id":1,` + pad + `"method":"secret.resolve","params":{}}` + "\n"
+	longAnswer := `{"jsonrpc":"2.0","id":1,"result":{"values":{"k":"` + strings.Repeat("S", WireLogLineBytes) + `"}}}` + "\n"
+	for name, tc := range map[string]struct{ ask, answer, want string }{
+		"a long request":   {longAsk, `{"jsonrpc":"2.0","id":1,"result":{"values":{"k":"hunter2"}}}` + "\n", "message"},
+		"a long answer":    {`{"jsonrpc":"2.0","id":1,"method":"secret.resolve"}` + "\n", longAnswer, "message"},
+		"an unread answer": {`{"jsonrpc":"2.0","id":1,"method":"secret.resolve"}` + "\n", `{"id":1,"result":"` + strings.Repeat("S", wireParseBytes) + `"}` + "\n", "text"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			l := NewWireLog(dir)
+			tapRun(t, l, "p", tc.ask, tc.answer)
+			require.NoError(t, l.Close())
+			recs := wireRecords(t, filepath.Join(dir, "p.wire.jsonl"))
+			require.Len(t, recs, 2)
+			ans := recs[1]
+			assert.NotContains(t, string(ans.Message)+ans.Text, "SSS")
+			assert.NotContains(t, string(ans.Message)+ans.Text, "hunter2")
+			if tc.want == "message" {
+				assert.JSONEq(t, `{"jsonrpc":"2.0","id":1,"result":"[redacted]"}`, string(ans.Message))
+			} else {
+				assert.Equal(t, wireRedacted, ans.Text)
+				assert.Equal(t, len(tc.answer)-1, ans.Truncated)
+			}
+		})
+	}
 }
 
 // TestWireLogBounds: a line over WireLogLineBytes keeps its prefix and
@@ -155,4 +173,41 @@ func TestWireLogBounds(t *testing.T) {
 	info2, err := os.Stat(filepath.Join(dir, "p.wire.jsonl"))
 	require.NoError(t, err)
 	assert.Equal(t, info.Size(), info2.Size())
+}
+
+// FuzzWireTap feeds the tap what a package might write, then the daemon's
+// answer to a secret.resolve it asked with that id: whatever the package
+// wrote passes on unchanged, the log stays JSON lines, and the secret in
+// the answer never reaches the log.
+func FuzzWireTap(f *testing.F) {
+	f.Add([]byte(`{"jsonrpc":"2.0","id":7,"method":"secret.resolve","params":{}}`+"\n"), "7")
+	f.Add([]byte(`{"jsonrpc":"2.0","id":"a","method":"secret.resolve"}`+"\n"+`{"id":"a","result":1}`+"\n"), `"a"`)
+	f.Add([]byte("not json\n{\"id\":"), "1")
+	f.Add([]byte(`[{"jsonrpc":"2.0","id":1,"method":"secret.resolve"}]`+"\n"), "1")
+	f.Fuzz(func(t *testing.T, fromExt []byte, id string) {
+		const secret = "zq-fuzz-secret-value"
+		dir := t.TempDir()
+		l := NewWireLog(dir)
+		ask := `{"jsonrpc":"2.0","id":` + id + `,"method":"secret.resolve","params":{}}` + "\n"
+		if !json.Valid([]byte(strings.TrimSpace(ask))) || strings.ContainsAny(id, "\n\r") {
+			t.Skip("the host answers no secret to a request it cannot read")
+		}
+		stdin := &nopWriteCloser{}
+		r, w := l.Tap("p")(io.NopCloser(io.MultiReader(bytes.NewReader(fromExt), strings.NewReader("\n"+ask))), stdin)
+		out, err := io.ReadAll(r)
+		require.NoError(t, err)
+		assert.Equal(t, string(fromExt)+"\n"+ask, string(out))
+		answer := `{"jsonrpc":"2.0","id":` + id + `,"result":{"values":{"k":"` + secret + `"}}}` + "\n"
+		_, err = w.Write([]byte(answer))
+		require.NoError(t, err)
+		require.NoError(t, l.Close())
+		data, err := os.ReadFile(filepath.Join(dir, "p.wire.jsonl"))
+		require.NoError(t, err)
+		if !bytes.Contains(fromExt, []byte(secret)) && !strings.Contains(id, secret) {
+			assert.NotContains(t, string(data), secret)
+		}
+		for _, line := range bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n")) {
+			assert.True(t, json.Valid(line), "%q", line)
+		}
+	})
 }
