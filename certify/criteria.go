@@ -202,7 +202,7 @@ var criteria = []Criterion{
 	{
 		ID:      "ingress/stable-scan",
 		Title:   "Reconcile scans stable and honest",
-		Checks:  "with every declared surface exercised and certification's deliveries pushed, two scans of each reconciled source, one item a page, see the same items with the same (item, version) and Event delivery identity, and no page that names a next page claims the scan complete",
+		Checks:  "with every declared surface exercised and certification's deliveries pushed (again, under fresh IDs, while a source has fewer than two items), two scans of each reconciled source, one item a page, see the same items with the same (item, version) and Event delivery identity, and no page that names a next page claims the scan complete",
 		Section: sectionIngress,
 		Applies: declares("the manifest declares no ingress type", func(m *protocol.Manifest) bool {
 			return slices.ContainsFunc(m.Provides.Extensions, func(x protocol.ExtensionDecl) bool { return x.Ingress })
@@ -212,7 +212,7 @@ var criteria = []Criterion{
 	{
 		ID:      "kv/atomicity",
 		Title:   "KV atomicity",
-		Checks:  "under contending calls (configure, and each handler operation twice at once) with the host refusing a precondition-guarded kv.commit as a conflict, the package reads again or guards the batch before it commits to the same keys, never overwriting blindly",
+		Checks:  "under contending calls (configure, and each handler operation twice at once) with the host refusing a precondition-guarded kv.commit as a conflict, the package reads again or guards the batch before it commits to the same keys, never overwriting blindly; and, each handler operation called once at a time, every commit carries a precondition on each key it writes that it read since its previous commit",
 		Section: sectionTransactions,
 		Applies: declaresHandler,
 		Check:   conformance.CheckPackageKVAtomicity,
@@ -248,7 +248,7 @@ var criteria = []Criterion{
 	{
 		ID:      "lifecycle/shutdown",
 		Title:   "Shutdown",
-		Checks:  "after shutdown the package answers new requests shutting_down, finishes or cancels in-flight work, and exits before the host's grace period ends",
+		Checks:  "after shutdown the package answers new requests shutting_down (also those sent while shutdown waits on an in-flight executor.wait), finishes or cancels in-flight work, and exits before the host's grace period ends",
 		Section: sectionLifecycle,
 		Check:   conformance.CheckPackageShutdown,
 	},
@@ -305,7 +305,7 @@ var criteria = []Criterion{
 	{
 		ID:      "routes/display",
 		Title:   "Route display within limits",
-		Checks:  "each route decision's display, for certification's Events and for the same Events with long and multi-line strings in their payloads, keeps the display limits (one line per field; title 200, ref 40, requester 100, label 60 and URL 2048 bytes; at most 8 links) and links only to http or https URLs",
+		Checks:  "each route decision's display, for certification's Events, for the same Events with long and multi-line strings in their payloads and for them with their links turned to javascript:, data: and file: URLs, keeps the display limits (one line per field; title 200, ref 40, requester 100, label 60 and URL 2048 bytes; at most 8 links) and links only to http or https URLs",
 		Section: sectionDisplay,
 		Applies: func(m *protocol.Manifest) (bool, string) {
 			if len(m.Provides.Routes) == 0 {
@@ -389,7 +389,7 @@ var criteria = []Criterion{
 	{
 		ID:      "validate/answers",
 		Title:   "Validate answers every declared type",
-		Checks:  "validate answers for each declared extension type, connection type, route (and binding) and executor; a refusal is one line that never echoes a config value, and a binding's at most 300 bytes",
+		Checks:  "validate answers for each declared extension type, connection type, route (and binding) and executor; a refusal is one line that never echoes a config value, and a binding's at most 300 bytes; with a probe value planted under an unknown member and in each declared field, no description or warning copies the config's text",
 		Section: sectionDoctor,
 		Applies: declares("the manifest declares no type to validate (no extension type, connection type, route or executor)", func(m *protocol.Manifest) bool {
 			p := m.Provides
