@@ -201,7 +201,11 @@ func CheckPackageShutdown(ctx context.Context, d PackageDriver) error {
 			}
 		}
 		var errs []error
-		if inflight == nil {
+		// Requests have an order only on a stream: in process, "after
+		// shutdown" is not defined while shutdown is in flight, so only the
+		// request after its answer is asked there.
+		_, stream := p.(RawStdin)
+		if inflight == nil || !stream {
 			if err := p.Call(ctx, "shutdown", protocol.Empty{}, nil); err != nil {
 				return fmt.Errorf("shutdown was not answered: %w", err)
 			}
@@ -212,7 +216,12 @@ func CheckPackageShutdown(ctx context.Context, d PackageDriver) error {
 			// it as read before), so one served is no verdict; served
 			// shutdownPolls times in a row, none refused, is.
 			shut := make(chan error, 1)
+			from := len(d.Wire())
 			go func() { shut <- p.Call(ctx, "shutdown", protocol.Empty{}, nil) }()
+			// Each request of the loop is written after shutdown.
+			if err := awaitSent(ctx, d, from, "shutdown"); err != nil {
+				return err
+			}
 			served, refused, answered := 0, false, false
 			var shutErr error
 			for !refused && !answered && served < shutdownPolls {
