@@ -425,7 +425,12 @@ func (e *Engine) stopAndRetry(ctx context.Context, a *attempt, cause error) {
 // Work on: done, waiting (an active Wait, or standing Work with no new
 // input), pending again with a retry backoff, or failed.
 func (e *Engine) settle(a *attempt, res RunResult) {
-	defer e.release(a.pool)
+	// The run is over: its slot is free before the settle commits, so
+	// whoever sees the Work end (the Kick below, a client on the change
+	// stream) finds room for the next one. Released after the commit, a
+	// pass woken by it could find the pool still full and wait for the
+	// next wake-up.
+	e.release(a.pool)
 	ctx := context.WithoutCancel(e.observeCtx)
 	c := e.conf()
 	err := e.store.Transact(ctx, func(tx Tx) error {
