@@ -13,16 +13,21 @@ import (
 // GroupAlive reports whether any process of the process group pgid is
 // still running. A zombie (exited, waiting for its parent to reap it)
 // runs nothing and counts as gone.
-func GroupAlive(pgid int) bool {
+func GroupAlive(pgid int) bool { return GroupRunning(pgid) > 0 }
+
+// GroupRunning counts the processes of group pgid that still run, zombies
+// not counted. Where /proc is not available zombies cannot be told apart:
+// a group the kernel still signals counts as one.
+func GroupRunning(pgid int) int {
 	err := syscall.Kill(-pgid, 0)
 	if errors.Is(err, syscall.ESRCH) {
-		return false
+		return 0
 	}
 	members, ok := groupMembers(pgid)
 	if !ok {
-		return true // cannot tell zombies apart here; signals still reach the group
+		return 1
 	}
-	return members > 0
+	return members
 }
 
 // groupMembers counts the processes of group pgid that are not zombies,
