@@ -29,7 +29,7 @@ const webhookSecret = "s3cret"
 const webhookConfig = `{
   "connections": [{"name": "hook", "type": "notes-webhook", "secret_refs": {"secret": "env:NOTES_WEBHOOK_SECRET"}}],
   "scopes": [{"id": "team", "connections": ["hook"], "entries": [{"id": "inbox", "type": "notes", "connection": "hook"}]}],
-  "settings": {"pass_env": {"notes": ["NOTES_TEST_HOLD_FIFO"]}}
+  "settings": {"pass_env": {"notes": ["NOTES_TEST_HOLD_FIFO", "EXTENSION_CPUPROFILE"]}}
 }`
 
 // webhookDaemon is a daemon running notes under webhookConfig, with the

@@ -25,7 +25,11 @@ import (
 // When stdin and stdout are pipes or sockets, Serve reads and writes them
 // through the runtime's poller rather than in blocking system calls, which
 // spares a thread hand-off on every message.
+//
+// With EXTENSION_CPUPROFILE=PREFIX in its environment (CPUProfileEnv) the
+// process writes its CPU profile to PREFIX.<pid> while it serves.
 func Serve(ext *Extension) error {
+	defer startCPUProfile()()
 	out := TakeStdout()
 	return ServeConn(context.Background(), pollable(os.Stdin), pollable(out), ext)
 }
