@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -50,68 +49,6 @@ func TestRunsInItsOwnDirectoryWithItsToolbelt(t *testing.T) {
 			assert.Equal(t, "err\n", string(stderr), "stderr is kept apart")
 		})
 	}
-}
-
-// TestRecoverRefusesMetadataOutsideItsRunsDirectory: metadata that names
-// any directory but the run's own under the runs directory (elsewhere,
-// through "..", another run's, or the right name made a link to
-// elsewhere), or the run's own directory with processes other than those
-// it records, is not adopted, so a forged record cannot point the
-// executor's stop or forget at files or processes it does not own.
-func TestRecoverRefusesMetadataOutsideItsRunsDirectory(t *testing.T) {
-	f := executortest.NewFixture(t, executor, executortest.Modes[0])
-	rec := f.Run(t, "run-real", executortest.ExitInput)
-	t.Cleanup(func() { _ = f.Inject(t, "run-real", "0") })
-	runs := filepath.Join(f.Dir, "runs")
-
-	elsewhere := t.TempDir()
-	linked := rec
-	linked.RunID = "run-linked"
-	linked.Dir = filepath.Join(runs, "0123456789abcdef01234567")
-	forged := map[string]executortest.Record{
-		"elsewhere":   withDir(rec, elsewhere),
-		"dot-dot":     withDir(rec, filepath.Join(runs, "..", "..", filepath.Base(elsewhere))),
-		"unclean":     withDir(rec, runs+"/./"+filepath.Base(rec.Dir)),
-		"another run": withDir(rec, filepath.Join(runs, "ffffffffffffffffffffffff")),
-		"relative":    withDir(rec, filepath.Join("runs", filepath.Base(rec.Dir))),
-		"linked":      linked,
-	}
-	// The directory run-linked's id digests to, made a link out of the
-	// runs directory.
-	linked.Dir = dirOf(t, f, "run-linked")
-	require.NoError(t, os.Symlink(elsewhere, linked.Dir))
-	forged["linked"] = linked
-
-	forgedPID := rec
-	// A live process (this test's), with no start time to tell it apart.
-	forgedPID.PID, forgedPID.PGID, forgedPID.Start = os.Getpid(), syscall.Getpgrp(), 0
-	forged["its own directory, another process"] = forgedPID
-
-	f.Restart(t, executortest.Modes[0])
-	for name, r := range forged {
-		t.Run(name, func(t *testing.T) {
-			raw, err := json.Marshal(r)
-			require.NoError(t, err)
-			err = f.C.Call(executortest.Context(t), "executor.recover", protocol.ExecutorRecoverParams{Executor: shell.Name, RunID: "adopt-" + name, Recovery: raw}, nil)
-			assert.ErrorIs(t, err, protocol.ErrNotAdoptable)
-		})
-	}
-	// Control: the run's own metadata is adopted.
-	raw, err := json.Marshal(rec)
-	require.NoError(t, err)
-	require.NoError(t, f.C.Call(executortest.Context(t), "executor.recover", protocol.ExecutorRecoverParams{Executor: shell.Name, RunID: "adopt-real", Recovery: raw}, nil))
-}
-
-func withDir(r executortest.Record, dir string) executortest.Record { r.Dir = dir; return r }
-
-// dirOf is the directory the executor gives the run runID: run it and read
-// its metadata, then forget it.
-func dirOf(t *testing.T, f *executortest.Fixture, runID string) string {
-	t.Helper()
-	rec := f.Run(t, runID, "exit 0")
-	f.Wait(t, runID)
-	require.NoError(t, f.C.Call(executortest.Context(t), "executor.forget", protocol.ExecutorForgetParams{Executor: shell.Name, RunID: runID}, nil))
-	return rec.Dir
 }
 
 // TestWaitWritesTheStreamsAsArtifacts: through the real host service with

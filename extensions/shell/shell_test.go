@@ -15,6 +15,13 @@ func TestPersistRefusal(t *testing.T) { executor.TestPersistRefusal(t) }
 // metadata in the new one.
 func TestRecover(t *testing.T) { executor.TestRecover(t) }
 
-// TestStopUnadopted stops a running job that no the shell executor process holds, from
+// TestRecoverRefusesMetadataOutsideItsRunsDirectory: metadata naming
+// any directory but the run's own under the runs directory, or its own
+// directory with other processes than it records, is not adopted.
+func TestRecoverRefusesMetadataOutsideItsRunsDirectory(t *testing.T) {
+	executor.TestRecoverRefusesMetadataOutsideItsRunsDirectory(t)
+}
+
+// TestStopUnadopted stops a running job that no shell executor process holds, from
 // the metadata its directory keeps.
 func TestStopUnadopted(t *testing.T) { executor.TestStopUnadopted(t) }

@@ -64,6 +64,8 @@ var Rules = []Rule{
 	{Packages: []string{"protocol", "protocol/jsonrpc"}, Why: "the wire contract and the transport import the standard library only"},
 	{Packages: []string{"runtime"}, Why: "the coordination core imports the standard library only"},
 	{Packages: []string{"runtime/runtimetest"}, Project: []string{"runtime"}, Why: "the runtime's test helpers import the runtime and the standard library only"},
+	{Packages: []string{"protocol/sdk/jobs"}, Project: []string{"protocol", "protocol/jsonrpc", "protocol/sdk", "protocol/sdk/procwatch"},
+		Why: "the executor job model stands on the SDK and its process watching only, as a third party's executor would"},
 	{Packages: []string{"protocol/sdk/..."}, Project: []string{"protocol", "protocol/jsonrpc"},
 		Why: "the SDK imports protocol/* only, exactly as a third party would"},
 	{Packages: []string{"runtime/sqlite"}, Project: []string{"runtime"}, ThirdParty: sqliteModules,

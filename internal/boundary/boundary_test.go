@@ -66,6 +66,7 @@ func TestCheckCatchesViolations(t *testing.T) {
 		{"authors' harness imports the host", boundary.Package{ImportPath: m + "extensiontest", Deps: []string{m + "client", m + "protocol", m + "host"}}, m + "host"},
 		{"authors' harness imports internal test helpers", boundary.Package{ImportPath: m + "extensiontest", Deps: []string{m + "client", m + "internal/daemontest"}}, m + "internal/daemontest"},
 		{"an extension other than schedule imports robfig/cron", boundary.Package{ImportPath: m + "extensions/notes", Deps: []string{m + "protocol/sdk", "github.com/robfig/cron/v3"}}, "github.com/robfig/cron/v3"},
+		{"the executor job model imports the SDK's test kit", boundary.Package{ImportPath: m + "protocol/sdk/jobs", Deps: []string{m + "protocol/sdk", m + "protocol/sdk/sdktest"}}, m + "protocol/sdk/sdktest"},
 		{"the SDK imports robfig/cron", boundary.Package{ImportPath: m + "protocol/sdk", Deps: []string{m + "protocol", "github.com/robfig/cron/v3"}}, "github.com/robfig/cron/v3"},
 		{"the core imports robfig/cron", boundary.Package{ImportPath: m + "runtime", Deps: []string{"github.com/robfig/cron/v3"}}, "github.com/robfig/cron/v3"},
 		{"schedule imports another extension", boundary.Package{ImportPath: m + "extensions/schedule", Deps: []string{"github.com/robfig/cron/v3", m + "extensions/notes"}}, m + "extensions/notes"},

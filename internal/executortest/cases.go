@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -214,6 +215,68 @@ func (x Executor) TestRecover(t *testing.T) {
 		require.NoError(t, f.C.Call(ctx, "executor.stop", protocol.ExecutorStopParams{Executor: x.Name, RunID: "run-gone"}, &stop))
 		assert.True(t, stop.Stopped, stop.Evidence)
 	})
+}
+
+// TestRecoverRefusesMetadataOutsideItsRunsDirectory: metadata that names
+// any directory but the run's own under the runs directory (elsewhere,
+// through "..", another run's, or the right name made a link to
+// elsewhere), or the run's own directory with processes other than those
+// it records, is not adopted, so a forged record cannot point the
+// executor's stop or forget at files or processes it does not own.
+func (x Executor) TestRecoverRefusesMetadataOutsideItsRunsDirectory(t *testing.T) {
+	f := NewFixture(t, x, Modes[0])
+	rec := f.Run(t, "run-real", ExitInput)
+	t.Cleanup(func() { _ = f.Inject(t, "run-real", "0") })
+	runs := filepath.Join(f.Dir, "runs")
+
+	elsewhere := t.TempDir()
+	linked := rec
+	linked.RunID = "run-linked"
+	linked.Dir = filepath.Join(runs, "0123456789abcdef01234567")
+	forged := map[string]Record{
+		"elsewhere":   withDir(rec, elsewhere),
+		"dot-dot":     withDir(rec, filepath.Join(runs, "..", "..", filepath.Base(elsewhere))),
+		"unclean":     withDir(rec, runs+"/./"+filepath.Base(rec.Dir)),
+		"another run": withDir(rec, filepath.Join(runs, "ffffffffffffffffffffffff")),
+		"relative":    withDir(rec, filepath.Join("runs", filepath.Base(rec.Dir))),
+		"linked":      linked,
+	}
+	// The directory run-linked's id digests to, made a link out of the
+	// runs directory.
+	linked.Dir = x.dirOf(t, f, "run-linked")
+	require.NoError(t, os.Symlink(elsewhere, linked.Dir))
+	forged["linked"] = linked
+
+	forgedPID := rec
+	// A live process (this test's), with no start time to tell it apart.
+	forgedPID.PID, forgedPID.PGID, forgedPID.Start = os.Getpid(), syscall.Getpgrp(), 0
+	forged["its own directory, another process"] = forgedPID
+
+	f.Restart(t, Modes[0])
+	for name, r := range forged {
+		t.Run(name, func(t *testing.T) {
+			raw, err := json.Marshal(r)
+			require.NoError(t, err)
+			err = f.C.Call(Context(t), "executor.recover", protocol.ExecutorRecoverParams{Executor: x.Name, RunID: "adopt-" + name, Recovery: raw}, nil)
+			assert.ErrorIs(t, err, protocol.ErrNotAdoptable)
+		})
+	}
+	// Control: the run's own metadata is adopted.
+	raw, err := json.Marshal(rec)
+	require.NoError(t, err)
+	require.NoError(t, f.C.Call(Context(t), "executor.recover", protocol.ExecutorRecoverParams{Executor: x.Name, RunID: "adopt-real", Recovery: raw}, nil))
+}
+
+func withDir(r Record, dir string) Record { r.Dir = dir; return r }
+
+// dirOf is the directory the executor gives the run runID: run it and read
+// its metadata, then forget it.
+func (x Executor) dirOf(t *testing.T, f *Fixture, runID string) string {
+	t.Helper()
+	rec := f.Run(t, runID, "exit 0")
+	f.Wait(t, runID)
+	require.NoError(t, f.C.Call(Context(t), "executor.forget", protocol.ExecutorForgetParams{Executor: x.Name, RunID: runID}, nil))
+	return rec.Dir
 }
 
 // TestStopUnadopted stops a running job that no executor process holds,

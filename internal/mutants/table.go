@@ -18,6 +18,7 @@ const (
 	sdkServe       = "protocol/sdk/serve.go"
 	sdkHost        = "protocol/sdk/host.go"
 	sdkOnce        = "protocol/sdk/once.go"
+	jobsGo         = "protocol/sdk/jobs/jobs.go"
 	importRandNext = "\"fmt\"\n\t\"slices\"" // schedule.go's imports, where crypto/rand and time go
 )
 
@@ -26,7 +27,7 @@ func edit(file, old, new string) Edit { return Edit{File: file, Old: old, New: n
 // All is every mutant, sorted by name. Adding one is adding its entry to
 // the list it belongs to below.
 func All() []Mutant {
-	all := slices.Concat(notesMutants, scheduleMutants, executorMutants("runner"), executorMutants("shell"), sdkMutants)
+	all := slices.Concat(notesMutants, scheduleMutants, jobMutants, executorMutants("runner"), executorMutants("shell"), sdkMutants)
 	slices.SortFunc(all, func(a, b Mutant) int { return strings.Compare(a.Name, b.Name) })
 	return all
 }
@@ -255,81 +256,95 @@ var scheduleMutants = []Mutant{
 	},
 }
 
-// executorMutants are the mutants runner and shell share: the two
-// executors keep the same run, stop, wait and recover code, each in its
-// own file, so one list weakens each.
+// jobMutants weaken the job model runner and shell share
+// (protocol/sdk/jobs): one mutant per obligation, since an edit of the
+// shared code weakens both executors alike. Each is built into one of the
+// two (half into each, so both builds of the model are certified) and
+// named after that package. What still differs between the executors
+// (each one's own file) is weakened per package in executorMutants.
+var jobMutants = []Mutant{
+	{
+		Name: "shell/stop-answers-not-stopped", Package: "shell", Caught: "executor/controls",
+		Breaks: "executor.stop of a running run answers stopped once its process group is gone",
+		Edits: []Edit{edit(jobsGo, `return protocol.ExecutorStopResult{Stopped: true, Evidence: fmt.Sprintf("process group %d has no process left after %s", pgid, signals)}`,
+			`return protocol.ExecutorStopResult{Stopped: false, Evidence: fmt.Sprintf("process group %d has no process left after %s", pgid, signals)}`)},
+	},
+	{
+		Name: "runner/stopped-run-not-settled", Package: "runner", Caught: "executor/controls",
+		Breaks: "a stopped run settles (its wait answers a final state)",
+		Edits:  []Edit{edit(jobsGo, `j.result = protocol.ExecutorWaitResult{State: "stopped", Error: "stopped"}`, `j.result = protocol.ExecutorWaitResult{State: "running"}`)},
+	},
+	{
+		Name: "shell/stop-without-killing", Package: "shell", Caught: "executor/controls",
+		Breaks: "executor.stop answers stopped only once the run's processes are gone",
+		Edits: []Edit{edit(jobsGo, "\t\tj.stopped = true\n\t\tj.mu.Unlock()\n\t\treturn x.kill(j.rec, j.done), nil",
+			"\t\tj.stopped = true\n\t\tj.mu.Unlock()\n\t\treturn protocol.ExecutorStopResult{Stopped: true, Evidence: \"stopped\"}, nil")},
+	},
+	{
+		Name: "runner/interrupt-fails", Package: "runner", Caught: "executor/controls",
+		Breaks: "a declared interrupt label is answered",
+		Edits: []Edit{edit(jobsGo, `syscall.Kill(-j.rec.PGID, syscall.SIGINT); err != nil && !errors.Is(err, syscall.ESRCH) {`,
+			`syscall.Kill(-j.rec.PGID, syscall.SIGINT); err == nil || !errors.Is(err, syscall.ESRCH) {`)},
+	},
+	{
+		Name: "runner/inject-drops-text", Package: "runner", Caught: "executor/controls",
+		Breaks: "a declared inject label takes the text it is given",
+		Edits:  []Edit{edit(jobsGo, "\tvar lines []string\n\tif p.Text != \"\" {", "\tvar lines []string\n\tif p.Text != \"\" && false {")},
+	},
+	{
+		Name: "shell/forget-refuses-settled", Package: "shell", Caught: "executor/controls",
+		Breaks: "executor.forget drops a settled run",
+		Edits: []Edit{edit(jobsGo, "\tif !j.settled() {\n\t\treturn protocol.ExecutorForgetResult{}",
+			"\tif j.settled() {\n\t\treturn protocol.ExecutorForgetResult{}")},
+	},
+	{
+		Name: "runner/live-never-live", Package: "runner", Caught: "executor/controls",
+		Breaks: "executor.live returns output for a running run",
+		Edits:  []Edit{edit(jobsGo, "\tif err != nil || j.settled() {\n\t\treturn protocol.ExecutorLiveResult{}", "\tif err != nil || !j.settled() {\n\t\treturn protocol.ExecutorLiveResult{}")},
+	},
+	{
+		Name: "runner/wait-answers-on-cancel", Package: "runner", Caught: "cancellation/honoured",
+		Breaks: "a cancelled executor.wait is answered cancelled or never, not with a result",
+		Edits:  []Edit{edit(jobsGo, `return protocol.ExecutorWaitResult{}, ctx.Err()`, `return protocol.ExecutorWaitResult{State: "succeeded"}, nil`)},
+	},
+	{
+		Name: "shell/success-reported-failed", Package: "shell", Caught: "executor/lifecycle",
+		Breaks: "wait reports how the run ended (exit status 0 is success)",
+		Edits:  []Edit{edit(jobsGo, `j.result = protocol.ExecutorWaitResult{State: "succeeded"}`, `j.result = protocol.ExecutorWaitResult{State: "failed", Error: "exit status 0"}`)},
+	},
+	{
+		Name: "runner/recover-adopts-bogus", Package: "runner", Caught: "executor/lifecycle",
+		Breaks: "recover refuses metadata it never wrote as not_adoptable",
+		Edits: []Edit{edit(jobsGo, `return protocol.ExecutorRecoverResult{}, protocol.Errorf(protocol.CodeNotAdoptable, "run %q: no usable recovery metadata", p.RunID)`,
+			`return protocol.ExecutorRecoverResult{}, nil`)},
+	},
+	{
+		Name: "shell/recover-does-not-watch", Package: "shell", Caught: "executor/lifecycle",
+		Breaks: "an adopted run is watched again and reports its real end",
+		Edits:  []Edit{edit(jobsGo, "\tcase procwatch.Running(rec.PID, rec.Start):\n\t\tgo j.watch()", "\tcase procwatch.Running(rec.PID, rec.Start):\n\t\tclose(j.done)")},
+	},
+}
+
+// executorMutants weaken what stays each executor's own, in its own file
+// (extensions/<pkg>/<pkg>.go); the job model they share is jobMutants'.
 func executorMutants(pkg string) []Mutant {
 	file := "extensions/" + pkg + "/" + pkg + ".go"
 	ms := []Mutant{
 		{
-			Name: pkg + "/stop-answers-not-stopped", Caught: "executor/controls",
-			Breaks: "executor.stop of a running run answers stopped once its process group is gone",
-			Edits: []Edit{edit(file, `return protocol.ExecutorStopResult{Stopped: true, Evidence: fmt.Sprintf("process group %d has no process left after %s", pgid, signals)}`,
-				`return protocol.ExecutorStopResult{Stopped: false, Evidence: fmt.Sprintf("process group %d has no process left after %s", pgid, signals)}`)},
-		},
-		{
-			Name: pkg + "/stopped-run-not-settled", Caught: "executor/controls",
-			Breaks: "a stopped run settles (its wait answers a final state)",
-			Edits:  []Edit{edit(file, `j.result = protocol.ExecutorWaitResult{State: "stopped", Error: "stopped"}`, `j.result = protocol.ExecutorWaitResult{State: "running"}`)},
-		},
-		{
-			Name: pkg + "/stop-without-killing", Caught: "executor/controls",
-			Breaks: "executor.stop answers stopped only once the run's processes are gone",
-			Edits: []Edit{edit(file, "\t\tj.stopped = true\n\t\tj.mu.Unlock()\n\t\treturn kill(j.rec, j.done), nil",
-				"\t\tj.stopped = true\n\t\tj.mu.Unlock()\n\t\treturn protocol.ExecutorStopResult{Stopped: true, Evidence: \"stopped\"}, nil")},
-		},
-		{
-			Name: pkg + "/interrupt-fails", Caught: "executor/controls",
-			Breaks: "a declared interrupt label is answered",
-			Edits: []Edit{edit(file, `syscall.Kill(-j.rec.PGID, syscall.SIGINT); err != nil && !errors.Is(err, syscall.ESRCH) {`,
-				`syscall.Kill(-j.rec.PGID, syscall.SIGINT); err == nil || !errors.Is(err, syscall.ESRCH) {`)},
-		},
-		{
-			Name: pkg + "/inject-drops-text", Caught: "executor/controls",
-			Breaks: "a declared inject label takes the text it is given",
-			Edits:  []Edit{edit(file, "\tvar lines []string\n\tif p.Text != \"\" {", "\tvar lines []string\n\tif p.Text != \"\" && false {")},
-		},
-		{
-			Name: pkg + "/forget-refuses-settled", Caught: "executor/controls",
-			Breaks: "executor.forget drops a settled run",
-			Edits: []Edit{edit(file, "\tif !j.settled() {\n\t\treturn protocol.ExecutorForgetResult{}",
-				"\tif j.settled() {\n\t\treturn protocol.ExecutorForgetResult{}")},
-		},
-		{
-			Name: pkg + "/wait-answers-on-cancel", Caught: "cancellation/honoured",
-			Breaks: "a cancelled executor.wait is answered cancelled or never, not with a result",
-			Edits:  []Edit{edit(file, `return protocol.ExecutorWaitResult{}, ctx.Err()`, `return protocol.ExecutorWaitResult{State: "succeeded"}, nil`)},
-		},
-		{
-			Name: pkg + "/success-reported-failed", Caught: "executor/lifecycle",
-			Breaks: "wait reports how the run ended (exit status 0 is success)",
-			Edits:  []Edit{edit(file, `j.result = protocol.ExecutorWaitResult{State: "succeeded"}`, `j.result = protocol.ExecutorWaitResult{State: "failed", Error: "exit status 0"}`)},
-		},
-		{
-			Name: pkg + "/recover-adopts-bogus", Caught: "executor/lifecycle",
-			Breaks: "recover refuses metadata it never wrote as not_adoptable",
-			Edits: []Edit{edit(file, `return protocol.ExecutorRecoverResult{}, protocol.Errorf(protocol.CodeNotAdoptable, "run %q: no usable recovery metadata", p.RunID)`,
-				`return protocol.ExecutorRecoverResult{}, nil`)},
-		},
-		{
-			Name: pkg + "/recover-does-not-watch", Caught: "executor/lifecycle",
-			Breaks: "an adopted run is watched again and reports its real end",
-			Edits:  []Edit{edit(file, "\tcase procwatch.Running(rec.PID, rec.Start):\n\t\tgo j.watch()", "\tcase procwatch.Running(rec.PID, rec.Start):\n\t\tclose(j.done)")},
-		},
-		{
 			Name: pkg + "/sigterm-ignored", Caught: "lifecycle/sigterm",
 			Breaks: "a package exits within the grace period of SIGTERM",
 			Edits: []Edit{
-				edit(file, "\t\"os/exec\"\n", "\t\"os/exec\"\n\t\"os/signal\"\n"),
+				edit(file, "import (\n", "import (\n\t\"os/signal\"\n\t\"syscall\"\n"),
 				edit(file, "func Extension() *sdk.Extension {\n", "func Extension() *sdk.Extension {\n\tsignal.Ignore(syscall.SIGTERM)\n"),
 			},
 		},
 	}
-	if pkg == "runner" {
+	if pkg == "shell" {
 		ms = append(ms, Mutant{
-			Name: pkg + "/live-never-live", Caught: "executor/controls",
-			Breaks: "executor.live returns output for a running run",
-			Edits:  []Edit{edit(file, "\tif err != nil || j.settled() {\n\t\treturn protocol.ExecutorLiveResult{}", "\tif err != nil || !j.settled() {\n\t\treturn protocol.ExecutorLiveResult{}")},
+			Name: pkg + "/validate-echoes-config", Caught: "validate/answers",
+			Breaks: "validate never echoes a config value",
+			Edits: []Edit{edit(file, `Describe: []string{"each run starts its command with /bin/sh -c in the run's own directory"}}, nil`,
+				`Describe: []string{"each run starts " + c.Command + " with /bin/sh -c in the run's own directory"}}, nil`)},
 		})
 	}
 	for i := range ms {
