@@ -67,6 +67,11 @@ type remoteRun struct {
 	mu         sync.Mutex
 	recovery   json.RawMessage // the last metadata persisted through the fence
 	persistErr error           // the host's last refusal of a persistence
+	// refused says the executor answered not_adoptable: the run persists
+	// nothing more, and it is kept only so the engine's stop (which
+	// must confirm nothing of it runs before the Work is retried) can
+	// still name it to the executor.
+	refused bool
 }
 
 func (e *remoteExecutor) service() (*Service, error) {
@@ -116,6 +121,17 @@ func (e *remoteExecutor) close(rr *remoteRun) {
 		delete(e.runs, rr.execution.ID)
 	}
 	e.mu.Unlock()
+}
+
+// refuse closes a run the executor could not adopt to persistence, and
+// keeps it for the stop that follows.
+func (e *remoteExecutor) refuse(rr *remoteRun) {
+	if svc := e.r.conn.Service(); svc != nil {
+		svc.CloseRun(rr.run.ID)
+	}
+	rr.mu.Lock()
+	rr.refused = true
+	rr.mu.Unlock()
 }
 
 func (e *remoteExecutor) runOf(executionID string) (*remoteRun, error) {
@@ -176,7 +192,9 @@ func (e *remoteExecutor) Recover(ctx context.Context, req runtime.RecoverRequest
 		return nil, err
 	}
 	if err := rr.recover(ctx); err != nil {
-		e.close(rr)
+		if !errors.Is(err, runtime.ErrNotAdoptable) {
+			e.close(rr)
+		}
 		return nil, err
 	}
 	return rr, nil
@@ -195,6 +213,7 @@ func (rr *remoteRun) recover(ctx context.Context) error {
 		Work: wireWork(rr.work), Execution: wireExecution(rr.execution), Recovery: recovery,
 		Config: rr.config, Endpoint: rr.toolbelt.Endpoint, Token: rr.toolbelt.Token}, nil)
 	if errors.Is(err, protocol.ErrNotAdoptable) {
+		rr.e.refuse(rr)
 		return fmt.Errorf("%w: %w", runtime.ErrNotAdoptable, err)
 	}
 	if err != nil {
@@ -306,6 +325,12 @@ func (e *remoteExecutor) Stop(ctx context.Context, executionID string, epoch int
 	}
 	if !res.Stopped {
 		return fmt.Errorf("executor %s could not confirm that execution %q stopped", e.name, executionID)
+	}
+	rr.mu.Lock()
+	refused := rr.refused
+	rr.mu.Unlock()
+	if refused {
+		e.close(rr) // stopped for good: nothing names it again
 	}
 	return nil
 }

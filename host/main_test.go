@@ -32,8 +32,8 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// childModes: "sdk" and "sdk-runner" serve adaptExtension and
-// runnerExtension with sdk.Serve; "good" serves the test methods; the others change one thing.
+// childModes: "sdk", "sdk-runner" and "sdk-refusing" serve adaptExtension,
+// runnerExtension and refusingExtension with sdk.Serve; "good" serves the test methods; the others change one thing.
 //
 //	bad-version     initialize answers protocol version 99
 //	no-version      initialize is refused with unsupported_protocol_version
@@ -45,10 +45,12 @@ func TestMain(m *testing.M) {
 //	fail-start      exits before it answers initialize
 //	early-calls     calls the host before it answers initialize (see callBeforeAnswering)
 func runChild(mode string) {
-	if mode == "sdk" || mode == "sdk-runner" {
+	if mode == "sdk" || mode == "sdk-runner" || mode == "sdk-refusing" {
 		raw, err := os.ReadFile(protocol.ManifestFile)
 		if err == nil && mode == "sdk" {
 			err = sdk.Serve(adaptExtension(raw))
+		} else if err == nil && mode == "sdk-refusing" {
+			err = sdk.Serve(refusingExtension(raw))
 		} else if err == nil {
 			err = sdk.Serve(runnerExtension(raw))
 		}

@@ -33,6 +33,7 @@ var Cmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
 	"expect":    cmdExpect,
 	"ext":       cmdExt,
 	"fault":     cmdFault,
+	"group":     cmdGroup,
 	"install":   cmdInstall,
 	"reconcile": cmdReconcile,
 	"samples":   cmdSamples,

@@ -73,6 +73,9 @@
 //		method=route.match nth=1, delay method=operation.call for=2s …
 //	fault clear PKG
 //		disarm PKG's faults
+//	group kill FILE
+//		SIGKILL to the process group whose id FILE holds (a job writes
+//		its own); returns once every process of the group has exited
 //	install NAME...
 //		install bundled packages (notes, runner) under $WORK/config
 //	reconcile [--want complete|partial|refused] SOURCE
