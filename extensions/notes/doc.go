@@ -13,7 +13,11 @@
 //     also serves a signed webhook (webhook.handle) at
 //     /notes/<scope>/<entry>, verified with an HMAC-SHA256 of the body
 //     under the connection's secret, which it obtains through
-//     secret.resolve;
+//     secret.resolve; an entry that names an inbox_dir also runs a
+//     receiver of its own (inbox.go), which reads that spool directory
+//     on a poll, delivers each <delivery-id>.json file with
+//     ingress.deliver on the source notes/<scope>/<entry>/inbox, and
+//     removes the file only once the host answered that it is accepted;
 //   - a route handler, notes, that decides from the Event alone and gives
 //     the Work a display (title, ref and an http or https link), with
 //     sample Events dated by the host's clock;

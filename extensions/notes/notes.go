@@ -86,6 +86,7 @@ func Release(n int) *sdk.Extension {
 		Tasks:       map[string]sdk.Func[protocol.TaskRunParams, protocol.TaskRunResult]{TaskDigestArm: x.armDigests},
 		Checks:      map[string]sdk.Func[protocol.CheckRunParams, protocol.CheckRunResult]{CheckStores: x.checkStores},
 		Validate:    validate,
+		Shutdown:    x.shutdown,
 	}
 	for v := 1; v < n; v++ {
 		id := protocol.SchemaID(SchemaBase, v)
@@ -117,6 +118,9 @@ type extension struct {
 	// secrets caches each webhook connection's secret for the generation
 	// (configure clears it), so a delivery costs no secret.resolve.
 	secrets map[string][]byte
+
+	// inbox holds the running inbox receivers (inbox.go).
+	inbox inboxes
 }
 
 // entry is one configured notes entry.
@@ -140,6 +144,13 @@ type entryConfig struct {
 	Dir string `json:"dir,omitempty"`
 	// Digest is the UTC time of day of the daily digest, HH:MM.
 	Digest string `json:"digest,omitempty"`
+	// InboxDir is a spool directory the entry's inbox receiver delivers
+	// from (inbox.go); relative to the state directory when not absolute.
+	// Empty runs no receiver.
+	InboxDir string `json:"inbox_dir,omitempty"`
+	// InboxPoll is how often the inbox is read, a Go duration
+	// (DefaultInboxPoll when empty).
+	InboxPoll string `json:"inbox_poll,omitempty"`
 }
 
 func (x *extension) initialize(ctx context.Context, p protocol.InitializeParams) error {
@@ -159,6 +170,7 @@ func (x *extension) configure(ctx context.Context, host *sdk.Host, p protocol.Co
 	stateDir := x.stateDir
 	x.mu.Unlock()
 	entries := map[string]entry{}
+	inboxes := map[string]inboxSpec{}
 	var res protocol.ConfigureResult
 	for _, ce := range p.Entries {
 		if ce.Type != Name {
@@ -194,12 +206,22 @@ func (x *extension) configure(ctx context.Context, host *sdk.Host, p protocol.Co
 		entries[e.Source] = e
 		res.Sources = append(res.Sources, protocol.SourceDecl{Name: e.Source, ScopeID: e.ScopeID,
 			Families: []string{FamilyNote}, Reconcile: true})
+		if cfg.InboxDir != "" || cfg.InboxPoll != "" {
+			spec, err := x.inboxSpec(stateDir, cfg)
+			if err != nil {
+				return protocol.ConfigureResult{}, protocol.Errorf(protocol.CodeInvalid, "entry %s/%s: %v", ce.ScopeID, ce.ID, err)
+			}
+			src := InboxSourceName(ce.ScopeID, ce.ID)
+			inboxes[src] = spec
+			res.Sources = append(res.Sources, protocol.SourceDecl{Name: src, ScopeID: e.ScopeID, Families: []string{FamilyNote}})
+		}
 	}
 	slices.SortFunc(res.Sources, func(a, b protocol.SourceDecl) int { return strings.Compare(a.Name, b.Name) })
 	slices.Sort(res.WebhookPaths)
 	x.mu.Lock()
 	x.entries, x.dryRun, x.secrets = entries, p.DryRun, nil
 	x.mu.Unlock()
+	x.applyInboxes(host, inboxes, p.DryRun)
 	return res, nil
 }
 

@@ -27,9 +27,18 @@ func validate(_ context.Context, p protocol.ValidateParams) (protocol.ValidateRe
 				return protocol.ValidateResult{}, protocol.Errorf(protocol.CodeInvalid, "digest is a UTC time of day, HH:MM")
 			}
 		}
+		if _, err := parseInboxPoll(cfg.InboxPoll); err != nil {
+			return protocol.ValidateResult{}, protocol.Errorf(protocol.CodeInvalid, "%v", err)
+		}
+		if cfg.InboxPoll != "" && cfg.InboxDir == "" {
+			return protocol.ValidateResult{}, protocol.Errorf(protocol.CodeInvalid, "inbox_poll needs an inbox_dir")
+		}
 		res := protocol.ValidateResult{Describe: []string{"a note store"}}
 		if cfg.Digest != "" {
 			res.Describe = append(res.Describe, "a daily digest at "+cfg.Digest+" UTC")
+		}
+		if cfg.InboxDir != "" {
+			res.Describe = append(res.Describe, "an inbox receiver delivering from a spool directory")
 		}
 		return res, nil
 	case protocol.ValidateRoute:
