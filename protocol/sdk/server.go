@@ -210,12 +210,19 @@ func (s *server) beginLocked(ctx context.Context) (context.Context, func()) {
 }
 
 // wireError maps a handler's error onto what crosses: a *protocol.Error
-// keeps its code and message; the request's own cancellation stays the
+// keeps its code and message, except internal, which crosses bare; the
+// request's own cancellation stays the
 // context's error (the transport answers it as cancelled); anything else
 // is internal, its detail logged here only.
 func (s *server) wireError(ctx context.Context, method string, err error) error {
 	var pe *protocol.Error
 	if errors.As(err, &pe) {
+		if pe.Code == protocol.CodeInternal {
+			// Internal is unauthored wherever it arose (a host call that
+			// failed so, a wrapped failure): its text stays in this log.
+			s.logf("%s: %v", method, err)
+			return protocol.NewError(protocol.CodeInternal, "internal error")
+		}
 		if pe == err {
 			return pe
 		}

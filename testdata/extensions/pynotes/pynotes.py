@@ -9,6 +9,13 @@ that records its effect in the host's KV once per request ID, and stops
 a request the host cancels ($/cancel) while it waits for the host.
 certify/inputs.json gives certification a note to route.
 
+Requests are served concurrently, each on a thread of its own, with at
+most MAX_INFLIGHT (64) in flight: over it the reader answers overloaded
+at once and goes on reading, since the answers that in-flight handlers'
+host calls wait for arrive on the same stream. A failure pynotes did not
+author (an error the host answered and a handler let escape, a bug)
+crosses as -32603 "internal error"; its detail goes to stderr only.
+
 Standard output belongs to the protocol. Before anything else the script
 keeps a private copy of it and points file descriptor 1 (and sys.stdout)
 at standard error, so a stray print, or a child process writing to its
@@ -18,21 +25,31 @@ stdout, cannot corrupt the stream.
 import json
 import os
 import sys
+import threading
+import traceback
 
 NAME = "pynotes"
 PROTOCOL_VERSIONS = [1]
 MAX_MESSAGE_BYTES = 16 << 20  # one line at most; a longer one closes the connection
+MAX_INFLIGHT = 64  # requests served at once; over it, overloaded
+SHUTDOWN_GRACE = 3.0  # seconds shutdown waits for cancelled handlers to end
 NOTE_SCHEMA = "pynotes.note.v1"
 NAMESPACE = "pynotes"
 
 # JSON-RPC error numbers.
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
+INTERNAL = -32603
 AUTHORED = -32000
+CANCELLED = -32800
 
 # Limits of a Work display (bytes).
 MAX_TITLE = 200
 MAX_REF = 40
+
+
+def log(text):
+    print("pynotes: " + text, file=sys.stderr, flush=True)
 
 
 class Refusal(Exception):
@@ -44,6 +61,11 @@ class Refusal(Exception):
         self.message = message
 
 
+class HostError(Refusal):
+    """An error the host answered a call with. A handler may catch it by
+    code; one that escapes was not authored here and crosses as internal."""
+
+
 class Unknown(Exception):
     """A method this extension does not serve: -32601."""
 
@@ -52,25 +74,56 @@ class Cancelled(Exception):
     """The request being served was cancelled with $/cancel: -32800."""
 
 
-class Transport:
-    """Reads messages from stdin and writes them to the protocol's stdout.
+class HostGone(Exception):
+    """Stdin reached end of file while a handler waited for the host."""
 
-    Requests the extension makes to the host (kv.get, kv.commit) wait for
-    their response; host requests that arrive meanwhile are queued and
-    served afterwards, so the reader never loses a message.
+
+class Request:
+    """One host request in flight: its id and whether it was cancelled."""
+
+    def __init__(self, msg_id):
+        self.id = msg_id
+        self.cancelled = threading.Event()
+        self.waiting = None  # the host call it waits on, if any
+
+
+class Pending:
+    """A call to the host waiting for its answer."""
+
+    def __init__(self):
+        self.done = threading.Event()
+        self.message = None
+
+
+class Transport:
+    """The stream: one reader (the main thread) and writers on any thread.
+
+    The reader never waits for a handler. It hands each answer of the host
+    to the call waiting for it, each $/cancel to the request it names, and
+    each new request to a thread of its own, or refuses it overloaded.
     """
 
     def __init__(self, infile, outfile):
         self.infile = infile
         self.outfile = outfile
+        self.lock = threading.Lock()  # guards the fields below and writes
         self.next_id = 0
-        self.queued = []
-        self.serving = None  # id of the host request being served
+        self.pending = {}  # our call id -> Pending
+        self.inflight = {}  # host request id (as JSON) -> Request
+        self.idle = threading.Condition(self.lock)
+        self.gone = False
 
     def send(self, message):
-        line = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
-        self.outfile.write(line.encode("utf-8") + b"\n")
-        self.outfile.flush()
+        line = json.dumps(dict({"jsonrpc": "2.0"}, **message), separators=(",", ":"), ensure_ascii=False)
+        with self.lock:
+            self.outfile.write(line.encode("utf-8") + b"\n")
+            self.outfile.flush()
+
+    def answer_error(self, msg_id, code, message, data_code=None):
+        err = {"code": code, "message": message}
+        if data_code:
+            err["data"] = {"code": data_code}
+        self.send({"id": msg_id, "error": err})
 
     def read(self):
         """The next message, or None at end of input. A line longer than
@@ -83,38 +136,93 @@ class Transport:
                 raise ValueError("a line longer than %d bytes" % MAX_MESSAGE_BYTES)
             line = line.strip()
             if line:
-                return json.loads(line)
+                message = json.loads(line)
+                if not isinstance(message, dict):
+                    raise ValueError("not a JSON object")
+                return message
 
-    def next_request(self):
-        if self.queued:
-            return self.queued.pop(0)
-        return self.read()
+    def call(self, request, method, params):
+        """Calls the host for request and returns the result, or raises
+        HostError with the host's error, or Cancelled once request is."""
+        pending = Pending()
+        with self.lock:
+            if self.gone:
+                raise HostGone()
+            self.next_id += 1
+            my_id = self.next_id
+            self.pending[my_id] = pending
+        request.waiting = pending
+        try:
+            # Set after waiting: a $/cancel read from now on wakes the call.
+            if request.cancelled.is_set():
+                raise Cancelled()
+            self.send({"id": my_id, "method": method, "params": params})
+            pending.done.wait()
+        finally:
+            request.waiting = None
+            with self.lock:
+                self.pending.pop(my_id, None)
+        if pending.message is None:
+            if request.cancelled.is_set():
+                # Stop waiting for the host too: cancel our own call.
+                self.send({"method": "$/cancel", "params": {"id": my_id}})
+                raise Cancelled()
+            raise HostGone()
+        if "error" in pending.message:
+            err = pending.message["error"] or {}
+            code = (err.get("data") or {}).get("code", "internal")
+            raise HostError(code, err.get("message", code))
+        return pending.message.get("result")
 
-    def call(self, method, params):
-        """Calls the host and returns its result, or raises its error."""
-        self.next_id += 1
-        my_id = self.next_id
-        self.send({"jsonrpc": "2.0", "id": my_id, "method": method, "params": params})
-        while True:
-            message = self.read()
-            if message is None:
-                raise EOFError("the host closed the connection")
-            if message.get("method") == "$/cancel" and "id" not in message:
-                # The host stopped waiting for the request being served:
-                # stop waiting for the host too, and answer cancelled.
-                if (message.get("params") or {}).get("id") == self.serving:
-                    raise Cancelled()
-                continue
-            if "method" in message:
-                self.queued.append(message)
-                continue
-            if message.get("id") != my_id:
-                continue  # not ours: an answer to nothing we wait for
-            if "error" in message:
-                err = message["error"]
-                code = (err.get("data") or {}).get("code", "internal")
-                raise Refusal(code, err.get("message", code))
-            return message.get("result")
+    def deliver(self, message):
+        """Hands the host's answer to the call waiting for it."""
+        with self.lock:
+            pending = self.pending.get(message.get("id"))
+        if pending is not None:
+            pending.message = message
+            pending.done.set()
+
+    def cancel(self, target):
+        """Marks the request target cancelled and wakes its host call."""
+        with self.lock:
+            request = self.inflight.get(json.dumps(target))
+        if request is not None:
+            request.cancelled.set()
+            waiting = request.waiting
+            if waiting is not None:
+                waiting.done.set()
+
+    def begin(self, msg_id):
+        """A Request for msg_id, or None when MAX_INFLIGHT are in flight."""
+        with self.lock:
+            if len(self.inflight) >= MAX_INFLIGHT:
+                return None
+            request = Request(msg_id)
+            self.inflight[json.dumps(msg_id)] = request
+            return request
+
+    def end(self, request):
+        with self.lock:
+            self.inflight.pop(json.dumps(request.id), None)
+            if not self.inflight:
+                self.idle.notify_all()
+
+    def hang_up(self):
+        """End of input: every waiting call ends with HostGone."""
+        with self.lock:
+            self.gone = True
+            waiting = list(self.pending.values())
+        for pending in waiting:
+            pending.done.set()
+
+    def drain(self, timeout):
+        """Cancels every request in flight and waits for them to end."""
+        with self.lock:
+            requests = list(self.inflight.values())
+        for request in requests:
+            self.cancel(request.id)
+        with self.lock:
+            self.idle.wait_for(lambda: not self.inflight, timeout)
 
 
 def clip(text, limit):
@@ -132,7 +240,7 @@ class Extension:
         self.initialized = False
         self.entries = []
 
-    def serve(self, method, params):
+    def serve(self, request, method, params):
         if method == "initialize":
             if self.initialized:
                 raise Refusal("invalid", "initialize already succeeded")
@@ -142,9 +250,8 @@ class Extension:
         handler = {
             "configure": self.configure,
             "route.match": self.route_match,
-            "operation.call": self.operation_call,
+            "operation.call": lambda params: self.operation_call(request, params),
             "validate": self.validate,
-            "shutdown": lambda params: {},
         }.get(method)
         if handler is None:
             raise Unknown(method)
@@ -206,7 +313,7 @@ class Extension:
             result["display"] = display
         return result
 
-    def operation_call(self, params):
+    def operation_call(self, request, params):
         if params.get("operation") != "pynotes.add":
             raise Refusal("undeclared", "operation %r is not declared" % params.get("operation"))
         data = params.get("input") or {}
@@ -220,24 +327,55 @@ class Extension:
         key = "request/" + request_id
         # Idempotent on the request ID: the first call records its output,
         # a retry finds it and answers the same without recording again.
-        found = self.transport.call("kv.get", {"namespace": NAMESPACE, "key": key})
+        found = self.transport.call(request, "kv.get", {"namespace": NAMESPACE, "key": key})
         if found.get("found"):
             return {"output": found.get("value")}
         try:
             self.transport.call(
+                request,
                 "kv.commit",
                 {
                     "preconditions": [{"namespace": NAMESPACE, "key": key, "absent": True}],
                     "puts": [{"namespace": NAMESPACE, "key": key, "value": output}],
                 },
             )
-        except Refusal as refusal:
+        except HostError as refusal:
             if refusal.code != "conflict":
                 raise
             # Another attempt recorded it first: answer what it recorded.
-            found = self.transport.call("kv.get", {"namespace": NAMESPACE, "key": key})
+            found = self.transport.call(request, "kv.get", {"namespace": NAMESPACE, "key": key})
             return {"output": found.get("value")}
         return {"output": output}
+
+
+def serve_one(transport, extension, request, method, params):
+    """Serves one host request and answers it (on its own thread)."""
+    msg_id = request.id
+    try:
+        if not isinstance(params, dict):
+            raise TypeError("params must be an object")
+        result = extension.serve(request, method, params)
+        transport.send({"id": msg_id, "result": result})
+    except Unknown:
+        transport.answer_error(msg_id, METHOD_NOT_FOUND, "method %r not found" % method)
+    except Cancelled:
+        transport.answer_error(msg_id, CANCELLED, "cancelled", "cancelled")
+    except HostGone:
+        pass  # the host is gone: nobody to answer
+    except HostError as err:
+        # The host's failure, which no handler decided about: not ours to
+        # describe. Its text stays here.
+        log("%s: the host answered %s: %s" % (method, err.code, err.message))
+        transport.answer_error(msg_id, INTERNAL, "internal error")
+    except Refusal as refusal:
+        transport.answer_error(msg_id, AUTHORED, refusal.message, refusal.code)
+    except (TypeError, AttributeError) as err:
+        transport.answer_error(msg_id, INVALID_PARAMS, "invalid params: %s" % err)
+    except Exception:
+        log("%s: %s" % (method, traceback.format_exc()))
+        transport.answer_error(msg_id, INTERNAL, "internal error")
+    finally:
+        transport.end(request)
 
 
 def main():
@@ -252,41 +390,55 @@ def main():
 
     transport = Transport(sys.stdin.buffer, protocol_out)
     extension = Extension(transport, manifest)
+    shutting_down = False
     while True:
         try:
-            message = transport.next_request()
+            message = transport.read()
         except (ValueError, UnicodeDecodeError) as err:
-            transport.send({"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "parse error"}})
-            print("pynotes: unreadable message: %s" % err, file=sys.stderr)
+            transport.send({"id": None, "error": {"code": -32700, "message": "parse error"}})
+            log("unreadable message: %s" % err)
             return 1
         if message is None:
+            transport.hang_up()
             return 0  # end of input: the host is gone
         method = message.get("method")
+        if method is None:
+            transport.deliver(message)  # an answer to one of our calls
+            continue
         if "id" not in message:
-            continue  # a notification: a $/cancel of a request already answered has nothing to stop
+            if method == "$/cancel":
+                transport.cancel((message.get("params") or {}).get("id"))
+            continue  # other notifications carry nothing to serve
         msg_id = message["id"]
-        transport.serving = msg_id
         params = message.get("params")
         if params is None:
             params = {}
-        try:
-            if not isinstance(params, dict):
-                raise TypeError("params must be an object")
-            result = extension.serve(method, params)
-            transport.send({"jsonrpc": "2.0", "id": msg_id, "result": result})
-        except Unknown:
-            transport.send({"jsonrpc": "2.0", "id": msg_id, "error": {"code": METHOD_NOT_FOUND, "message": "method %r not found" % method}})
-        except Refusal as refusal:
-            transport.send({"jsonrpc": "2.0", "id": msg_id, "error": {"code": AUTHORED, "message": refusal.message, "data": {"code": refusal.code}}})
-        except (TypeError, AttributeError) as err:
-            transport.send({"jsonrpc": "2.0", "id": msg_id, "error": {"code": INVALID_PARAMS, "message": "invalid params: %s" % err}})
-        except Cancelled:
-            transport.send({"jsonrpc": "2.0", "id": msg_id, "error": {"code": -32800, "message": "cancelled", "data": {"code": "cancelled"}}})
-        except EOFError:
-            return 0
-        transport.serving = None
-        if method == "shutdown" and extension.initialized:
-            return 0  # answered: shutdown before initialize was refused, and serving goes on
+        if shutting_down:
+            transport.answer_error(msg_id, AUTHORED, "shutting down: %s refused" % method, "shutting_down")
+            continue
+        if method in ("initialize", "shutdown"):
+            # Served by the reader itself, so a request read after either
+            # sees its effect.
+            request = transport.begin(msg_id)
+            if request is None:
+                transport.answer_error(msg_id, AUTHORED, "overloaded: %d requests in flight" % MAX_INFLIGHT, "overloaded")
+                continue
+            if method == "shutdown" and extension.initialized:
+                shutting_down = True
+                transport.end(request)
+                # Finish or cancel what is in flight, then answer and exit.
+                transport.drain(SHUTDOWN_GRACE)
+                transport.send({"id": msg_id, "result": {}})
+                return 0
+            serve_one(transport, extension, request, method, params)
+            continue
+        request = transport.begin(msg_id)
+        if request is None:
+            # At the bound: refuse at once and go on reading, so the
+            # answers in-flight handlers wait for still arrive.
+            transport.answer_error(msg_id, AUTHORED, "overloaded: %d requests in flight" % MAX_INFLIGHT, "overloaded")
+            continue
+        threading.Thread(target=serve_one, args=(transport, extension, request, method, params), daemon=True).start()
 
 
 if __name__ == "__main__":

@@ -23,9 +23,15 @@ What it does for a package:
   - Extension.call lets a handler call the host (kv.get, kv.commit) and
     wait for the answer while still reading: requests that arrive
     meanwhile are queued and served next, a $/cancel for the request being
-    served makes the call raise Cancelled (answered -32800).
+    served makes the call raise Cancelled (answered -32800);
+  - the host's error answers raise HostRefusal (a Refusal, so a handler
+    may catch it by code); one a handler lets escape is a failure the
+    package did not author, answered -32603 "internal error" with its
+    detail on stderr only.
 
-Requests are served one at a time, in arrival order.
+Requests are served one at a time, in arrival order. The one served and
+those queued behind it are the requests in flight: at MAX_INFLIGHT, a
+request read while waiting for the host is answered overloaded at once.
 """
 
 import hashlib
@@ -37,6 +43,7 @@ import traceback
 PROTOCOL_VERSIONS = [1]
 MAX_MESSAGE_BYTES = 16 << 20  # one line at most; a longer one closes the connection
 MANIFEST_FILE = "open-conduit-extension.json"
+MAX_INFLIGHT = 64  # requests in flight at once; over it, overloaded
 
 PARSE_ERROR = -32700
 METHOD_NOT_FOUND = -32601
@@ -56,6 +63,11 @@ class Refusal(Exception):
         super().__init__(message)
         self.code = code
         self.message = message
+
+
+class HostRefusal(Refusal):
+    """An error the host answered a call with. Not authored here: if a
+    handler lets it escape, it crosses as internal without its text."""
 
 
 class Cancelled(Exception):
@@ -98,6 +110,9 @@ class Extension:
         # Whether a $/cancel stops the request it names; only a negative
         # control turns it off.
         self.honour_cancel = True
+        # How many requests may be in flight; only a negative control
+        # lifts it (None: queue without bound, never overloaded).
+        self.max_inflight = MAX_INFLIGHT
         # What to do at end of stdin; the default exits.
         self.on_eof = lambda: sys.exit(0)
         # Keep the real stdout for the protocol; everything else goes to stderr.
@@ -167,6 +182,11 @@ class Extension:
                     raise Cancelled()
                 continue
             if "method" in message:
+                if "id" in message and self.max_inflight is not None and 1 + len(self.queued) >= self.max_inflight:
+                    # The one served and those queued fill the bound:
+                    # refuse at once rather than stop reading.
+                    self.send({"id": message["id"], "error": {"code": AUTHORED, "message": "overloaded: %d requests in flight" % self.max_inflight, "data": {"code": "overloaded"}}})
+                    continue
                 self.queued.append(message)
                 continue
             if message.get("id") != my_id:
@@ -174,7 +194,7 @@ class Extension:
             if "error" in message:
                 err = message["error"] or {}
                 code = (err.get("data") or {}).get("code", "internal")
-                raise Refusal(code, err.get("message", code))
+                raise HostRefusal(code, err.get("message", code))
             return message.get("result")
 
     # ---- lifecycle ----
@@ -257,6 +277,9 @@ class Extension:
                 self.send({"id": msg_id, "result": result if result is not None else {}})
         except LookupError:
             self.send({"id": msg_id, "error": {"code": METHOD_NOT_FOUND, "message": "method %r is not one this extension serves" % method, "data": {"code": "method_not_found"}}})
+        except HostRefusal as r:
+            log("%s: %s: the host answered %s: %s" % (self.name, method, r.code, r.message))
+            self.send({"id": msg_id, "error": {"code": INTERNAL, "message": "internal error", "data": {"code": "internal"}}})
         except Refusal as r:
             self.send({"id": msg_id, "error": {"code": AUTHORED, "message": r.message, "data": {"code": r.code}}})
         except Cancelled:
