@@ -344,7 +344,7 @@ func executorMutants(pkg string) []Mutant {
 			Name: pkg + "/validate-echoes-config", Caught: "validate/answers",
 			Breaks: "validate never echoes a config value",
 			Edits: []Edit{edit(file, `Describe: []string{"each run starts its command with /bin/sh -c in the run's own directory"}}, nil`,
-				`Describe: []string{"each run starts " + c.Command + " with /bin/sh -c in the run's own directory"}}, nil`)},
+				`Describe: []string{"each run starts its command with /bin/sh -c in the run's own directory: " + string(p.Config)}}, nil`)},
 		})
 	}
 	for i := range ms {
@@ -449,6 +449,16 @@ var sdkMutants = []Mutant{
 			edit(sdkOnce, "\t\"crypto/sha256\"\n", "\t\"crypto/rand\"\n\t\"crypto/sha256\"\n"),
 			edit(sdkOnce, `return "intent-" + hex.EncodeToString(h.Sum(nil)[:16])`, `return "intent-" + hex.EncodeToString(h.Sum(nil)[:16]) + rand.Text()`),
 		},
+	},
+	{
+		Name: "sdk/internal-carries-detail", Package: "notes", Caught: "wire/unauthored-internal",
+		Breaks: "an unauthored error crosses as internal without its detail",
+		Edits:  []Edit{edit(sdkServer, "\t\tif pe.Code == protocol.CodeInternal {\n", "\t\tif false && pe.Code == protocol.CodeInternal {\n")},
+	},
+	{
+		Name: "sdk/no-inflight-bound", Package: "notes", Caught: "flow/overloaded",
+		Breaks: "a side serves at most 64 requests at once and answers the rest overloaded",
+		Edits:  []Edit{edit(sdkServe, "MaxInflight: maxInflight,", "MaxInflight: 1 << 20,")},
 	},
 	{
 		Name: "sdk/once-foreign-namespace", Package: "notes", Caught: "kv/scoping",
