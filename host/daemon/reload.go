@@ -172,15 +172,17 @@ func (d *Daemon) ReloadPackages(ctx context.Context, changed []string) (client.P
 	d.setMu.Lock()
 	d.pkgs, d.refused, d.cat = next, refusedOf(problems), newCatalogue(manifests)
 	d.setMu.Unlock()
+	// Before the new processes start, so what they capture in their first
+	// configure reaches the sinks, themselves among them.
+	if d.telemetry != nil {
+		d.telemetry.setSinks(d.sinkNames())
+	}
 
 	procs := make([]*host.Process, len(starts))
 	for i, pr := range starts {
 		p := d.paramsFor(cfg, pr, gen)
 		pr.params.Store(&p)
 		procs[i], _, _ = pr.parts()
-		if pr.pkg.Manifest.Enabled("telemetry.sink") {
-			out.Warnings = append(out.Warnings, fmt.Sprintf("%s receives telemetry from the next daemon start on", pr.pkg.Name))
-		}
 	}
 	for i, err := range host.StartAll(context.WithoutCancel(ctx), procs) {
 		if err != nil {

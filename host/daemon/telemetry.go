@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,7 +45,8 @@ const CodeTelemetryDropped = "telemetry_dropped"
 // telemetry.sink) through that sink's bounded buffer. Recording never
 // waits for a sink: a full buffer drops the event for that sink and counts
 // it, so a slow sink never holds up a package or scheduling. Closing
-// flushes what the buffers hold, within TelemetrySinkTimeout in all.
+// flushes what the buffers hold, within TelemetrySinkTimeout in all. The
+// set of sinks follows the packages a reload admits (setSinks).
 type telemetry struct {
 	now     func() time.Time
 	logPath string
@@ -57,9 +59,16 @@ type telemetry struct {
 	written    int64
 	logDropped int64
 
-	sinks []*telemetrySink
-	// gate orders recording against close: once closed is set no event
-	// enters a buffer, so the flush sees every one that did.
+	// deliver is how a sink's batch reaches the package of that name,
+	// whichever process runs it then.
+	deliver func(ctx context.Context, name string, batch []protocol.TelemetryEvent) error
+	sinks   []*telemetrySink
+	// retired are sinks a reload removed, kept for their accounting.
+	retired []*telemetrySink
+	started bool
+	// gate orders recording against close and against a change of the
+	// sinks: once closed is set no event enters a buffer, so the flush
+	// sees every one that did.
 	gate   sync.RWMutex
 	closed bool
 	quit   chan struct{}
@@ -72,6 +81,8 @@ type telemetrySink struct {
 	name    string
 	buf     chan protocol.TelemetryEvent
 	deliver func(ctx context.Context, batch []protocol.TelemetryEvent) error
+	// removed is closed when the sink's package is no longer admitted.
+	removed chan struct{}
 
 	delivered, dropped, failed atomic.Int64
 }
@@ -84,16 +95,57 @@ func newTelemetry(logPath string, now func() time.Time, log *slog.Logger) *telem
 
 // addSink adds a sink buffering up to size events, before start.
 func (t *telemetry) addSink(name string, size int, deliver func(context.Context, []protocol.TelemetryEvent) error) *telemetrySink {
-	s := &telemetrySink{name: name, buf: make(chan protocol.TelemetryEvent, size), deliver: deliver}
+	s := t.newSink(name, size, deliver)
 	t.sinks = append(t.sinks, s)
 	return s
 }
 
+func (t *telemetry) newSink(name string, size int, deliver func(context.Context, []protocol.TelemetryEvent) error) *telemetrySink {
+	return &telemetrySink{name: name, buf: make(chan protocol.TelemetryEvent, size), deliver: deliver, removed: make(chan struct{})}
+}
+
 // start runs one delivery loop per sink until close.
 func (t *telemetry) start() {
+	t.gate.Lock()
+	defer t.gate.Unlock()
+	t.started = true
 	for _, s := range t.sinks {
 		t.wg.Go(func() { t.deliverLoop(s) })
 	}
+}
+
+// setSinks makes the sinks the packages named (each delivered to through
+// t.deliver), after a reload changed the packages: a sink already there
+// keeps its buffer and its counts (a restarted package gets what was
+// buffered for it), a new one starts with an empty buffer, and one no
+// longer named stops, counting what its buffer held as failed.
+func (t *telemetry) setSinks(names []string) {
+	t.gate.Lock()
+	defer t.gate.Unlock()
+	if t.closed {
+		return
+	}
+	kept := t.sinks[:0:0]
+	for _, s := range t.sinks {
+		if slices.Contains(names, s.name) {
+			kept = append(kept, s)
+			continue
+		}
+		close(s.removed)
+		t.retired = append(t.retired, s)
+	}
+	for _, name := range names {
+		if !slices.ContainsFunc(kept, func(s *telemetrySink) bool { return s.name == name }) {
+			s := t.newSink(name, TelemetryBuffer, func(ctx context.Context, batch []protocol.TelemetryEvent) error {
+				return t.deliver(ctx, name, batch)
+			})
+			kept = append(kept, s)
+			if t.started {
+				t.wg.Go(func() { t.deliverLoop(s) })
+			}
+		}
+	}
+	t.sinks = kept
 }
 
 // RecordTelemetry records one captured event: the log, then each sink's
@@ -157,10 +209,25 @@ func (t *telemetry) writeLog(ev protocol.TelemetryEvent) error {
 // request bounded by TelemetrySinkTimeout. A failed batch is counted (the
 // events are not retried: telemetry is best effort, with accounting). At
 // close it flushes the buffer, all of it within one TelemetrySinkTimeout;
-// what is left then is counted as failed.
+// what is left then is counted as failed. A sink removed by a reload stops
+// and counts what its buffer held as failed: no package is there to get it.
 func (t *telemetry) deliverLoop(s *telemetrySink) {
 	for {
+		// Removal first: what the buffer holds is no package's any more.
 		select {
+		case <-s.removed:
+			for batch := s.take(nil); len(batch) > 0; batch = s.take(nil) {
+				s.failed.Add(int64(len(batch)))
+			}
+			return
+		default:
+		}
+		select {
+		case <-s.removed:
+			for batch := s.take(nil); len(batch) > 0; batch = s.take(nil) {
+				s.failed.Add(int64(len(batch)))
+			}
+			return
 		case <-t.quit:
 			ctx, cancel := context.WithTimeout(context.Background(), TelemetrySinkTimeout)
 			defer cancel()
@@ -230,15 +297,22 @@ func (t *telemetry) check() client.DoctorCheck {
 	t.mu.Lock()
 	logDropped := t.logDropped
 	t.mu.Unlock()
+	t.gate.RLock()
+	sinks, retired := slices.Clone(t.sinks), slices.Clone(t.retired)
+	t.gate.RUnlock()
 	lost := logDropped
-	c.Detail = fmt.Sprintf("%d events captured, %d sinks; log %s", t.captured.Load(), len(t.sinks), t.logPath)
+	c.Detail = fmt.Sprintf("%d events captured, %d sinks; log %s", t.captured.Load(), len(sinks), t.logPath)
 	if logDropped > 0 {
 		c.Items = append(c.Items, fmt.Sprintf("log: %d events not written (the log is at its %d-byte limit or cannot be written)", logDropped, TelemetryLogLimit))
 	}
-	for _, s := range t.sinks {
+	for i, s := range append(sinks, retired...) {
 		d, f := s.dropped.Load(), s.failed.Load()
 		lost += d + f
-		c.Items = append(c.Items, fmt.Sprintf("%s: %d delivered, %d dropped (buffer full), %d failed", s.name, s.delivered.Load(), d, f))
+		was := ""
+		if i >= len(sinks) {
+			was = " (a sink until a reload removed it)"
+		}
+		c.Items = append(c.Items, fmt.Sprintf("%s%s: %d delivered, %d dropped (buffer full), %d failed", s.name, was, s.delivered.Load(), d, f))
 	}
 	if lost > 0 {
 		c.Status, c.Code = client.CheckWarn, CodeTelemetryDropped
@@ -261,20 +335,33 @@ var _ host.TelemetryRecorder = telemetryRecorder{}
 
 // startTelemetry makes and starts the pipeline over the composed
 // packages: every package whose manifest holds telemetry.sink is a sink,
-// delivered to through its current process. A sink that is starting or
-// restarting is waited for within the batch's deadline (its own events,
-// captured in its configure, reach it once it runs); one refused or
-// closed fails the batch at once.
+// delivered to through the process that runs it when the batch goes, so a
+// package a reload restarted gets its batches in its new process. A sink
+// that is starting or restarting is waited for within the batch's deadline
+// (its own events, captured in its configure, reach it once it runs); one
+// refused or closed fails the batch at once.
 func (d *Daemon) startTelemetry() {
 	t := newTelemetry(filepath.Join(LogDir(d.opts.StateDir), TelemetryLogFile), d.opts.Clock.Now, d.log)
-	for _, pr := range d.packages() {
-		if pr.pkg.Manifest.Enabled("telemetry.sink") {
-			t.addSink(pr.pkg.Name, TelemetryBuffer, func(ctx context.Context, batch []protocol.TelemetryEvent) error {
-				proc, _, _ := pr.parts()
-				return proc.Call(ctx, "telemetry.sink", protocol.TelemetrySinkParams{Events: batch}, &protocol.TelemetrySinkResult{})
-			})
+	t.deliver = func(ctx context.Context, name string, batch []protocol.TelemetryEvent) error {
+		pr, err := d.pkgRun(name)
+		if err != nil {
+			return err
 		}
+		proc, _, _ := pr.parts()
+		return proc.Call(ctx, "telemetry.sink", protocol.TelemetrySinkParams{Events: batch}, &protocol.TelemetrySinkResult{})
 	}
+	t.setSinks(d.sinkNames())
 	t.start()
 	d.telemetry = t
+}
+
+// sinkNames are the admitted packages whose manifests hold telemetry.sink.
+func (d *Daemon) sinkNames() []string {
+	var names []string
+	for _, pr := range d.packages() {
+		if pr.pkg.Manifest.Enabled("telemetry.sink") {
+			names = append(names, pr.pkg.Name)
+		}
+	}
+	return names
 }

@@ -182,3 +182,54 @@ func TestTelemetryCloseFlushesTheBuffers(t *testing.T) {
 	assert.Equal(t, int64(4), s.delivered.Load(), "every buffered event was delivered")
 	assert.Zero(t, s.dropped.Load()+s.failed.Load())
 }
+
+// TestTelemetrySinksFollowSetSinks: setSinks (a package reload) keeps a
+// sink still named with its buffer and counts, starts one new to it and
+// stops one no longer named, counting what that one's buffer held as
+// failed; a removed sink stays in the check's accounting.
+func TestTelemetrySinksFollowSetSinks(t *testing.T) {
+	tel := newTestTelemetry(t)
+	got := map[string]chan protocol.TelemetryEvent{
+		"kept": make(chan protocol.TelemetryEvent, 16), "gone": make(chan protocol.TelemetryEvent, 16), "new": make(chan protocol.TelemetryEvent, 16)}
+	entered, release := make(chan struct{}), make(chan struct{})
+	tel.deliver = func(_ context.Context, name string, batch []protocol.TelemetryEvent) error {
+		if name == "gone" && batch[0].Name == "e0" {
+			close(entered)
+			<-release
+		}
+		for _, ev := range batch {
+			got[name] <- ev
+		}
+		return nil
+	}
+	tel.setSinks([]string{"kept", "gone"})
+	tel.start()
+	record := func(name string) {
+		require.NoError(t, tel.RecordTelemetry(t.Context(), protocol.TelemetryEvent{Name: name}))
+	}
+	record("e0")
+	<-entered // gone holds e0 in its delivery
+	record("e1")
+	record("e2") // in gone's buffer
+	tel.setSinks([]string{"kept", "new"})
+	record("e3")
+	close(release)
+	tel.close()
+
+	names := func(name string) []string {
+		var out []string
+		for len(got[name]) > 0 {
+			out = append(out, (<-got[name]).Name)
+		}
+		return out
+	}
+	assert.Equal(t, []string{"e0", "e1", "e2", "e3"}, names("kept"), "a kept sink gets every event")
+	assert.Equal(t, []string{"e3"}, names("new"), "a new sink gets the events since it was added")
+	assert.Equal(t, []string{"e0"}, names("gone"), "a removed sink gets nothing more")
+	c := tel.check()
+	assert.Equal(t, CodeTelemetryDropped, c.Code, "the removed sink's buffered events are accounted as lost")
+	assert.Contains(t, c.Detail, "2 sinks")
+	assert.Contains(t, c.Items, "gone (a sink until a reload removed it): 1 delivered, 0 dropped (buffer full), 2 failed")
+	assert.Contains(t, c.Items, "kept: 4 delivered, 0 dropped (buffer full), 0 failed")
+	assert.Contains(t, c.Items, "new: 1 delivered, 0 dropped (buffer full), 0 failed")
+}
