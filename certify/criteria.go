@@ -133,6 +133,7 @@ const (
 	sectionDoctor       = "Doctor checks"
 	sectionIngress      = "Inventory of shipped interactions (ingress reconcile)"
 	sectionPermissions  = "Permissions"
+	sectionKVLayout     = "Extension KV layout"
 )
 
 // criteria is the registry, sorted by ID (a test keeps it so).
@@ -218,6 +219,14 @@ var criteria = []Criterion{
 		Check:   conformance.CheckPackageKVAtomicity,
 	},
 	{
+		ID:      "kv/migration",
+		Title:   "KV migration before configure, idempotent",
+		Checks:  "with each older KV layout the author seeds (certify/inputs.json kv_layouts) served as its KV and configure carrying kv.stored < kv.declared, the package migrates with precondition-guarded batches before it answers configure, leaves the layout the author names, writes nothing when the same migration runs again on a new process, and serves its handler operations on the migrated KV",
+		Section: sectionKVLayout,
+		Applies: declares("the manifest declares no KV migration (kv_version 0, no older layout to migrate from)", func(m *protocol.Manifest) bool { return m.KVVersion > 0 }),
+		Check:   conformance.CheckPackageKVMigration,
+	},
+	{
 		ID:      "kv/scoping",
 		Title:   "KV scoping",
 		Checks:  "the package reads and writes only its own KV namespaces (its name, or name. plus a suffix); a foreign namespace is refused and never attempted",
@@ -230,6 +239,14 @@ var criteria = []Criterion{
 		Checks:  "after the process is killed (SIGKILL), the host restarts it, and the new process completes initialize and configure again and serves as before",
 		Section: sectionCrash,
 		Check:   conformance.CheckPackageCrashRestart,
+	},
+	{
+		ID:      "lifecycle/durable-state",
+		Title:   "Durable state survives a crash",
+		Checks:  "a handler operation's effect made before the package's process group is killed (SIGKILL) is there after the host restarts it: the same call, retried with its request ID, answers as before and makes no write",
+		Section: sectionCrash,
+		Applies: declaresHandler,
+		Check:   conformance.CheckPackageDurableState,
 	},
 	{
 		ID:      "lifecycle/handshake",

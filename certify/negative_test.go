@@ -34,6 +34,7 @@ var weakened = map[string]string{
 	"weak-ignore-eof":        "lifecycle/stdin-eof",
 	"weak-ignore-sigterm":    "lifecycle/sigterm",
 	"weak-impure-route":      "routes/pure",
+	"weak-kv-migration":      "kv/migration",
 	"weak-lenient-reader":    "wire/malformed-closes",
 	"weak-long-progress":     "wait/progress",
 	"weak-nonatomic-emit":    "emissions/atomic",
@@ -48,6 +49,7 @@ var weakened = map[string]string{
 	"weak-undeclared-call":   "permissions/declared",
 	"weak-unknown-method":    "wire/method-not-found",
 	"weak-unscoped-kv":       "kv/scoping",
+	"weak-volatile-state":    "lifecycle/durable-state",
 }
 
 // mustPass lists, for each good package, the criteria that must run and
@@ -59,10 +61,10 @@ var mustPass = func() map[string][]string {
 		"permissions/declared", "validate/answers", "wire/initialize-first", "wire/malformed-closes", "wire/method-not-found"}
 	return map[string][]string{
 		"notes": append([]string{"cancellation/honoured", "checks/shape", "emissions/atomic", "emissions/idempotent", "ingress/stable-scan", "kv/atomicity",
-			"kv/scoping", "operations/idempotent", "routes/display", "routes/pure", "routes/samples", "schemas/current-version", "schemas/readable",
+			"kv/migration", "kv/scoping", "lifecycle/durable-state", "operations/idempotent", "routes/display", "routes/pure", "routes/samples", "schemas/current-version", "schemas/readable",
 			"tasks/interval", "transactions/deadline"}, lifecycle...),
 		"runner": append([]string{"cancellation/honoured", "executor/controls", "executor/lifecycle"}, lifecycle...),
-		"pynotes": append([]string{"cancellation/honoured", "kv/atomicity", "kv/scoping", "operations/idempotent", "routes/display",
+		"pynotes": append([]string{"cancellation/honoured", "kv/atomicity", "kv/scoping", "lifecycle/durable-state", "operations/idempotent", "routes/display",
 			"routes/pure", "schemas/readable"}, lifecycle...),
 	}
 }()

@@ -36,7 +36,8 @@ const maxInputsDepth = 64
 //	{
 //	  "operations": {"<operation>": [<input>, ...]},
 //	  "routes":     {"<handler>":   [{"family": "...", "type": "...", "schema": "...", "payload": <value>}, ...]},
-//	  "ingress":    {"<type>":      [{"path": "...", "headers": {"<name>": ["..."]}, "body": <value>}, ...]}
+//	  "ingress":    {"<type>":      [{"path": "...", "headers": {"<name>": ["..."]}, "body": <value>}, ...]},
+//	  "kv_layouts": [{"stored": <n>, "seed": [<entry>, ...], "want": [<entry>, ...]}, ...]
 //	}
 //
 // Every member is optional. An operation is a declared handler, wait or
@@ -45,11 +46,13 @@ const maxInputsDepth = 64
 // (schema absent or current) that certification offers to route.match;
 // an ingress key is a declared extension type with ingress, and each entry
 // is a delivery pushed to every source that type registers, its body the
-// JSON encoding of body.
+// JSON encoding of body. A kv_layouts entry is an older KV layout of the
+// package (KVLayoutSeed), for kv/migration.
 type Inputs struct {
 	Operations map[string][]json.RawMessage
 	Routes     map[string][]InputEvent
 	Ingress    map[string][]InputDelivery
+	KVLayouts  []KVLayoutSeed
 }
 
 // InputEvent is an Event an author gives for a route handler.
@@ -155,6 +158,11 @@ func ParseInputs(data []byte, m *protocol.Manifest) (*Inputs, error) {
 				}
 				return nil
 			})
+		},
+		"kv_layouts": func(p string, n *jnode) error {
+			seeds, err := parseKVLayouts(p, n, m)
+			in.KVLayouts = seeds
+			return err
 		},
 		"ingress": func(p string, n *jnode) error {
 			return n.lists(p, func(p, name string, items []*jnode) error {

@@ -318,26 +318,9 @@ func CheckPackageCrashRestart(ctx context.Context, d PackageDriver) error {
 	if err := d.Call(ctx, "configure", d.ConfigureParams(), nil); err != nil {
 		return fmt.Errorf("before the crash, configure was not served: %w", err)
 	}
-	gen := d.Generation()
 	from := len(d.Wire())
-	if err := d.Kill(); err != nil {
-		return fmt.Errorf("killing the package: %w", err)
-	}
-	rctx, cancel := context.WithTimeout(ctx, PackageRestartBound)
-	defer cancel()
-	var err error
-	for rctx.Err() == nil {
-		// Call waits for the restarted process; a call that raced the
-		// crash fails with a transport error and is made again.
-		if err = d.Call(rctx, "configure", d.ConfigureParams(), nil); err == nil && d.Generation() > gen {
-			break
-		}
-	}
-	if d.Generation() <= gen {
-		return fmt.Errorf("the package was not restarted within %v of being killed: %v", PackageRestartBound, err)
-	}
-	if err != nil {
-		return fmt.Errorf("the restarted package did not serve configure: %w", err)
+	if err := crashAndRestart(ctx, d); err != nil {
+		return err
 	}
 	var initialized, configured bool
 	for _, m := range decodeWire(d.Wire(), from) {
