@@ -66,7 +66,7 @@ func Release(n int) *sdk.Extension {
 	if !ok {
 		return nil
 	}
-	x := &extension{codec: codec{version: n}, layout: 0}
+	x := &extension{codec: codec{version: n}, layout: 0, secrets: sdk.SecretCache{Name: SecretKey}}
 	if n == 3 {
 		x.layout = 2
 	}
@@ -116,8 +116,9 @@ type extension struct {
 	entries  map[string]entry // by source name
 	dryRun   bool
 	// secrets caches each webhook connection's secret for the generation
-	// (configure clears it), so a delivery costs no secret.resolve.
-	secrets map[string][]byte
+	// (configure resets it), so a delivery costs no secret.resolve. The
+	// host answers only for a connection bound to one of notes' entries.
+	secrets sdk.SecretCache
 
 	// inbox holds the running inbox receivers (inbox.go).
 	inbox inboxes
@@ -219,7 +220,8 @@ func (x *extension) configure(ctx context.Context, host *sdk.Host, p protocol.Co
 	slices.SortFunc(res.Sources, func(a, b protocol.SourceDecl) int { return strings.Compare(a.Name, b.Name) })
 	slices.Sort(res.WebhookPaths)
 	x.mu.Lock()
-	x.entries, x.dryRun, x.secrets = entries, p.DryRun, nil
+	x.entries, x.dryRun = entries, p.DryRun
+	x.secrets.Reset()
 	x.mu.Unlock()
 	x.applyInboxes(host, inboxes, p.DryRun)
 	return res, nil

@@ -50,33 +50,6 @@ func (x *extension) byWebhookPath(p string) (entry, bool) {
 	return entry{}, false
 }
 
-// secret is the entry's webhook secret: resolved through the host once
-// per generation (configure clears the cache). The host answers only for
-// a connection bound to one of notes' entries.
-func (x *extension) secret(ctx context.Context, host *sdk.Host, e entry) ([]byte, error) {
-	x.mu.Lock()
-	s, ok := x.secrets[e.Connection]
-	x.mu.Unlock()
-	if ok {
-		return s, nil
-	}
-	values, err := host.SecretResolve(ctx, protocol.SecretResolveParams{Connection: e.Connection, ScopeID: e.ScopeID, Names: []string{SecretKey}})
-	if err != nil {
-		return nil, err
-	}
-	s = []byte(values[SecretKey])
-	if len(s) == 0 {
-		return nil, protocol.Errorf(protocol.CodeNotFound, "connection %q has an empty %s", e.Connection, SecretKey)
-	}
-	x.mu.Lock()
-	if x.secrets == nil {
-		x.secrets = map[string][]byte{}
-	}
-	x.secrets[e.Connection] = s
-	x.mu.Unlock()
-	return s, nil
-}
-
 // webhook serves a signed delivery: a POST of a Delivery body to an
 // entry's WebhookPath, signed in SignatureHeader with the entry's
 // connection secret. A request that is not one is refused (unauthorized
@@ -89,7 +62,7 @@ func (x *extension) webhook(ctx context.Context, host *sdk.Host, p protocol.Webh
 	if p.Method != http.MethodPost {
 		return protocol.WebhookHandleResult{}, protocol.Errorf(protocol.CodeInvalid, "a delivery is a POST")
 	}
-	secret, err := x.secret(ctx, host, e)
+	secret, err := x.secrets.Get(ctx, host, e.ScopeID, e.Connection)
 	if err != nil {
 		return protocol.WebhookHandleResult{}, err
 	}

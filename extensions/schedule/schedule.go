@@ -51,7 +51,7 @@ var TriggerSchema = protocol.SchemaID(TriggerSchemaBase, 1)
 // Extension returns a fresh schedule extension, ready for sdk.Serve or
 // sdk.Attach.
 func Extension() *sdk.Extension {
-	x := &extension{}
+	x := &extension{tokens: sdk.SecretCache{Name: SecretToken, Resolve: resolveRetried}}
 	return &sdk.Extension{
 		Manifest:    slices.Clone(manifest),
 		Configure:   x.configure,
@@ -71,8 +71,10 @@ type extension struct {
 	entries []entry // enabled and disabled, by scope then ID
 	dryRun  bool
 	// tokens caches each webhook connection's token for the generation
-	// (configure clears it), so a trigger costs no secret.resolve.
-	tokens map[string][]byte
+	// (configure resets it), so a trigger costs no secret.resolve; a
+	// resolution the host refuses as reentrant_call is retried. The host
+	// answers only for a connection bound to one of schedule's entries.
+	tokens sdk.SecretCache
 }
 
 // entry is one configured schedule entry.
@@ -142,7 +144,8 @@ func (x *extension) configure(ctx context.Context, host *sdk.Host, p protocol.Co
 	slices.SortFunc(res.Sources, func(a, b protocol.SourceDecl) int { return strings.Compare(a.Name, b.Name) })
 	slices.Sort(res.WebhookPaths)
 	x.mu.Lock()
-	x.entries, x.dryRun, x.tokens = entries, p.DryRun, nil
+	x.entries, x.dryRun = entries, p.DryRun
+	x.tokens.Reset()
 	x.mu.Unlock()
 	return res, nil
 }

@@ -46,33 +46,10 @@ func (x *extension) byWebhookPath(p string) (entry, bool) {
 	return entry{}, false
 }
 
-// token is the entry's webhook token, resolved through the host once per
-// generation (configure clears the cache). The host answers only for a
-// connection bound to one of schedule's entries.
-func (x *extension) token(ctx context.Context, host *sdk.Host, e entry) ([]byte, error) {
-	x.mu.Lock()
-	tok, ok := x.tokens[e.Connection]
-	x.mu.Unlock()
-	if ok {
-		return tok, nil
-	}
-	values, err := retryReentrant(ctx, func() (map[string]string, error) {
-		return host.SecretResolve(ctx, protocol.SecretResolveParams{Connection: e.Connection, ScopeID: e.ScopeID, Names: []string{SecretToken}})
-	})
-	if err != nil {
-		return nil, err
-	}
-	tok = []byte(values[SecretToken])
-	if len(tok) == 0 {
-		return nil, protocol.Errorf(protocol.CodeNotFound, "connection %q has an empty %s", e.Connection, SecretToken)
-	}
-	x.mu.Lock()
-	if x.tokens == nil {
-		x.tokens = map[string][]byte{}
-	}
-	x.tokens[e.Connection] = tok
-	x.mu.Unlock()
-	return tok, nil
+// resolveRetried resolves a connection's secrets, retrying the host's
+// reentrant_call refusals.
+func resolveRetried(ctx context.Context, host *sdk.Host, p protocol.SecretResolveParams) (map[string]string, error) {
+	return retryReentrant(ctx, func() (map[string]string, error) { return host.SecretResolve(ctx, p) })
 }
 
 // tokenMatches compares in constant time: both sides are hashed first, so
@@ -105,7 +82,7 @@ func (x *extension) webhook(ctx context.Context, host *sdk.Host, p protocol.Webh
 	if p.Method != http.MethodPost {
 		return protocol.WebhookHandleResult{}, protocol.Errorf(protocol.CodeInvalid, "a trigger is a POST")
 	}
-	want, err := x.token(ctx, host, e)
+	want, err := x.tokens.Get(ctx, host, e.ScopeID, e.Connection)
 	if err != nil {
 		return protocol.WebhookHandleResult{}, err
 	}
