@@ -133,6 +133,8 @@ const (
 	sectionDoctor       = "Doctor checks"
 	sectionIngress      = "Inventory of shipped interactions (ingress reconcile)"
 	sectionPermissions  = "Permissions"
+	sectionFlow         = "Flow control"
+	sectionOffline      = "Doctor checks (offline validation)"
 	sectionKVLayout     = "Extension KV layout"
 )
 
@@ -199,6 +201,14 @@ var criteria = []Criterion{
 		Section: sectionExecutors,
 		Applies: declares("the manifest declares no executor", func(m *protocol.Manifest) bool { return len(m.Provides.Executors) > 0 }),
 		Check:   conformance.CheckPackageExecutorLifecycle,
+	},
+	{
+		ID:      "flow/overloaded",
+		Title:   "Overloaded over 64 in flight, reader never paused",
+		Checks:  "with 64 requests of one the package serves held in flight (an operation, task or check whose handler calls the host, its host calls held unanswered), 4 more are each answered overloaded at once without a call to the host; then, the bound still full, one held host call is answered and its request completes, so the reader was never paused",
+		Section: sectionFlow,
+		Applies: declares("the manifest declares no operation, task or check, so no request certification makes can be held in flight", declaresDriven),
+		Check:   conformance.CheckPackageOverloaded,
 	},
 	{
 		ID:      "ingress/stable-scan",
@@ -275,6 +285,13 @@ var criteria = []Criterion{
 		Checks:  "after its handshake the package exits within 5 s of SIGTERM, which the host sends once shutdown's grace has passed",
 		Section: sectionLifecycle,
 		Check:   conformance.CheckPackageSigterm,
+	},
+	{
+		ID:      "lifecycle/start-bound",
+		Title:   "Initialize within the 15 s start bound",
+		Checks:  "a spare process started cold, as offline validation starts one (a fresh temporary state directory), answers initialize within 15 s of its launch; it is killed at the bound",
+		Section: sectionOffline,
+		Check:   conformance.CheckPackageStartBound,
 	},
 	{
 		ID:      "lifecycle/stdin-eof",
@@ -445,6 +462,14 @@ var criteria = []Criterion{
 		Section: sectionWire,
 		Check:   conformance.CheckPackageMethodNotFound,
 	},
+	{
+		ID:      "wire/unauthored-internal",
+		Title:   "Unauthored errors cross as internal, without detail",
+		Checks:  "with every host call it makes answered internal (-32603) carrying a detail unique to the request, each operation (with each input), task, check and configure the package answers with an error answers internal or its own authored code, never a transport code, and carries no trace of the detail; not applicable when no request reaches an error path",
+		Section: sectionWire,
+		Applies: declares("the manifest declares no operation, task or check whose failure certification could provoke", declaresDriven),
+		Check:   conformance.CheckPackageUnauthoredErrors,
+	},
 }
 
 // declares is an Applies that holds when has does, and otherwise gives
@@ -465,6 +490,13 @@ func declaresHandler(m *protocol.Manifest) (bool, string) {
 		}
 	}
 	return false, "the manifest declares no handler operation"
+}
+
+// declaresDriven holds when the package serves a request certification
+// drives whose handler may call the host: an operation, a task or a check.
+func declaresDriven(m *protocol.Manifest) bool {
+	p := m.Provides
+	return len(p.Operations)+len(p.Tasks)+len(p.Checks) > 0
 }
 
 func declaresFamilies(m *protocol.Manifest) (bool, string) {

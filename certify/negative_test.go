@@ -35,6 +35,7 @@ var weakened = map[string]string{
 	"weak-ignore-sigterm":    "lifecycle/sigterm",
 	"weak-impure-route":      "routes/pure",
 	"weak-kv-migration":      "kv/migration",
+	"weak-leaky-errors":      "wire/unauthored-internal",
 	"weak-lenient-reader":    "wire/malformed-closes",
 	"weak-long-progress":     "wait/progress",
 	"weak-nonatomic-emit":    "emissions/atomic",
@@ -43,8 +44,10 @@ var weakened = map[string]string{
 	"weak-restless-scan":     "ingress/stable-scan",
 	"weak-schema-blind":      "schemas/readable",
 	"weak-serve-before-init": "wire/initialize-first",
+	"weak-slow-start":        "lifecycle/start-bound",
 	"weak-slow-task":         "tasks/interval",
 	"weak-stray-stdout":      "lifecycle/stdout-hygiene",
+	"weak-unbounded-queue":   "flow/overloaded",
 	"weak-unclipped-display": "routes/display",
 	"weak-undeclared-call":   "permissions/declared",
 	"weak-unknown-method":    "wire/method-not-found",
@@ -57,15 +60,15 @@ var weakened = map[string]string{
 // something to check.
 var mustPass = func() map[string][]string {
 	lifecycle := []string{"lifecycle/crash-restart", "lifecycle/handshake", "lifecycle/manifest-match", "lifecycle/shutdown",
-		"lifecycle/sigterm", "lifecycle/stdin-eof", "lifecycle/stdout-hygiene", "lifecycle/version-mismatch", "manifest/valid",
+		"lifecycle/sigterm", "lifecycle/start-bound", "lifecycle/stdin-eof", "lifecycle/stdout-hygiene", "lifecycle/version-mismatch", "manifest/valid",
 		"permissions/declared", "validate/answers", "wire/initialize-first", "wire/malformed-closes", "wire/method-not-found"}
 	return map[string][]string{
-		"notes": append([]string{"cancellation/honoured", "checks/shape", "emissions/atomic", "emissions/idempotent", "ingress/stable-scan", "kv/atomicity",
+		"notes": append([]string{"cancellation/honoured", "checks/shape", "emissions/atomic", "emissions/idempotent", "flow/overloaded", "ingress/stable-scan", "kv/atomicity",
 			"kv/migration", "kv/scoping", "lifecycle/durable-state", "operations/idempotent", "routes/display", "routes/pure", "routes/samples", "schemas/current-version", "schemas/readable",
-			"tasks/interval", "transactions/deadline"}, lifecycle...),
+			"tasks/interval", "transactions/deadline", "wire/unauthored-internal"}, lifecycle...),
 		"runner": append([]string{"cancellation/honoured", "executor/controls", "executor/lifecycle"}, lifecycle...),
-		"pynotes": append([]string{"cancellation/honoured", "kv/atomicity", "kv/scoping", "lifecycle/durable-state", "operations/idempotent", "routes/display",
-			"routes/pure", "schemas/readable"}, lifecycle...),
+		"pynotes": append([]string{"cancellation/honoured", "flow/overloaded", "kv/atomicity", "kv/scoping", "lifecycle/durable-state", "operations/idempotent", "routes/display",
+			"routes/pure", "schemas/readable", "wire/unauthored-internal"}, lifecycle...),
 	}
 }()
 
