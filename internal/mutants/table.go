@@ -12,7 +12,6 @@ const (
 	notesCheck     = "extensions/notes/check.go"
 	notesValidate  = "extensions/notes/validate.go"
 	notesMigrate   = "extensions/notes/migrate.go"
-	notesMigrate   = "extensions/notes/migrate.go"
 	scheduleGo     = "extensions/schedule/schedule.go"
 	scheduleRecur  = "extensions/schedule/recurrence.go"
 	scheduleValid  = "extensions/schedule/validate.go"
@@ -70,17 +69,6 @@ func Controls() []Mutant {
 }
 
 var notesMutants = []Mutant{
-	{
-		Name: "notes/migration-recounts", Package: "notes", Caught: "kv/migration",
-		Breaks: "a KV migration is idempotent: run again from the same stored layout, it writes nothing",
-		Edits: []Edit{edit(notesMigrate, "\t\tif err != nil || (found && count.Notes == n) {\n\t\t\treturn err\n\t\t}\n\t\treturn t.Put(NamespaceIndex, countKey, noteCount{Notes: n})",
-			"\t\tif err != nil || (found && count.Notes < 0) {\n\t\t\treturn err\n\t\t}\n\t\treturn t.Put(NamespaceIndex, countKey, noteCount{Notes: count.Notes + n})")},
-	},
-	{
-		Name: "notes/migration-keeps-legacy", Package: "notes", Caught: "kv/migration",
-		Breaks: "a KV migration leaves the layout the current release reads (layout 0's records moved, not copied)",
-		Edits:  []Edit{edit(notesMigrate, "\t\t\t\tt.Delete(NamespaceLegacy, item.Key)\n", "")},
-	},
 	{
 		Name: "notes/migration-recounts", Package: "notes", Caught: "kv/migration",
 		Breaks: "a KV migration is idempotent: run again from the same stored layout, it writes nothing",
@@ -378,21 +366,6 @@ func executorMutants(pkg string) []Mutant {
 }
 
 var sdkMutants = []Mutant{
-	{
-		Name: "sdk/migrates-after-configure", Package: "notes", Caught: "kv/migration",
-		Breaks: "the SDK runs the extension's Migrate before configure answers",
-		Edits: []Edit{edit(sdkServer, "\t\tif err := s.ext.Migrate(ctx, s.host, p.KV.Stored, p.KV.Declared); err != nil {",
-			"\t\tif err := func() error { go s.ext.Migrate(context.WithoutCancel(ctx), s.host, p.KV.Stored, p.KV.Declared); return nil }(); err != nil {")},
-	},
-	{
-		Name: "sdk/intent-key-per-process", Package: "notes", Caught: "lifecycle/durable-state",
-		Breaks: "an effect made before a crash is found after the restart: an intent's key is the same in every process",
-		Edits: []Edit{
-			edit(sdkOnce, "\t\"fmt\"\n\n", "\t\"fmt\"\n\t\"time\"\n\n"),
-			edit(sdkOnce, "const OnceNamespace = \".sdk-once\"\n", "const OnceNamespace = \".sdk-once\"\n\nvar processSalt = fmt.Sprint(time.Now().UnixNano())\n"),
-			edit(sdkOnce, "range [...]string{requestID, what}", "range [...]string{requestID, what, processSalt}"),
-		},
-	},
 	{
 		Name: "sdk/migrates-after-configure", Package: "notes", Caught: "kv/migration",
 		Breaks: "the SDK runs the extension's Migrate before configure answers",
