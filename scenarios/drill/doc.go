@@ -45,6 +45,10 @@
 //	daemon exited
 //		wait for the daemon to die of its own SIGKILL (a kill point of a
 //		faultinject build), recording its packages for expect none
+//	daemon dies [NAME=VALUE...] [serve flags...]
+//		start serve as daemon start does and wait, ready or not, for it
+//		to die of its own SIGKILL (a kill point it passes while it
+//		starts, such as a KV migration's); records no packages
 //	daemon restart [NAME=VALUE...] [serve flags...]
 //		stop a running daemon, then start (the last start's arguments
 //		when none are given)
@@ -76,6 +80,13 @@
 //	group kill FILE
 //		SIGKILL to the process group whose id FILE holds (a job writes
 //		its own); returns once every process of the group has exited
+//	inbox held
+//		wait until notes' inbox test hold stops a pass just before the
+//		ingress.deliver of the delivery daemon start
+//		NOTES_TEST_INBOX_HOLD=ID names (granted through pass_env)
+//	inbox release [--want accepted|refused]
+//		let the held delivery go; notes says how the host answered it
+//		(accepted added=N, refused CODE), default want accepted
 //	install NAME...
 //		install bundled packages (notes, runner) under $WORK/config
 //	reconcile [--want complete|partial|refused] SOURCE
