@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Defaults of Options.
@@ -20,6 +21,12 @@ const (
 	DefaultMaxInflight = 64
 	// DefaultMaxMessageBytes caps one line (16 MiB).
 	DefaultMaxMessageBytes = 16 << 20
+	// DefaultEagerDeadline is how long an Options.Eager handler runs on
+	// the reader before the reading passes to a new goroutine: a few
+	// round trips, so that a handler that answers from memory or one
+	// quick read never pays for a goroutine, while one that blocks holds
+	// the stream up for no longer than a slow round trip.
+	DefaultEagerDeadline = 100 * time.Microsecond
 )
 
 // readBufferBytes is the reader's buffer: most messages fit in it whole,
@@ -71,6 +78,25 @@ type Options struct {
 	// ReuseParams an inline handler's Params alias the read buffer.
 	Inline func(method string) bool
 
+	// Eager, when set, names the methods whose requests the reader starts
+	// serving itself, like Inline, but without Inline's limits: the moment
+	// the handler calls over the Conn, or once it has run for EagerDeadline,
+	// the reading passes to a new goroutine and the handler goes on where it
+	// is, as a handler in a goroutine of its own. A handler that answers at
+	// once (most do) costs no goroutine and no wake-up; one that calls
+	// back, waits or runs long costs one goroutine, as before, and blocks
+	// the stream for at most the deadline (until it calls back: at once).
+	// Everything else is as for any handler: the bound on requests in
+	// flight, $/cancel (read once the reading has passed on, and so
+	// within the deadline), Seq and the mapping of errors. A method that
+	// both Inline and Eager name is Inline. Params never alias the read
+	// buffer.
+	Eager func(method string) bool
+
+	// EagerDeadline is how long an Eager handler may run on the reader
+	// before the reading passes on. Zero means DefaultEagerDeadline.
+	EagerDeadline time.Duration
+
 	// Logf, when set, receives what the Conn keeps on this side: the
 	// detail of unauthored handler errors, dropped messages and the cause
 	// of a broken stream. It may be called from any goroutine.
@@ -84,8 +110,10 @@ type Options struct {
 // starts one reader goroutine, which decodes each line once and hands a
 // request to a new goroutine running the Handler; it never waits for a
 // handler, so responses to nested calls keep flowing while handlers run.
-// The exception is a method Options.Inline names, which the reader serves
-// itself.
+// The exceptions are a method Options.Inline names, which the reader
+// serves itself, and one Options.Eager names, which the reader starts
+// serving and hands on to a goroutine only when it calls back or runs long
+// (then a new goroutine takes over the reading).
 // Writes are serialised: each message is encoded into a private buffer
 // and written with a single Write under a mutex. The Conn owns r and w
 // from NewConn on: nothing else may read r or write w.
@@ -100,6 +128,21 @@ type Conn struct {
 	logf        func(string, ...any)
 	reuseParams bool
 	inline      func(string) bool
+	eager       func(string) bool
+	eagerFor    time.Duration
+
+	// rd is the stream's reader state. Only the goroutine that holds the
+	// reading uses it: the reader, or, after an Eager handler handed the
+	// reading on, the goroutine that took it over.
+	rd *lineReader
+	// onReader is the Eager handler running on the reader, if any, and
+	// eagerTimer hands the reading on from it at its deadline: one timer
+	// per Conn, armed by the goroutine that holds the reading (a new timer
+	// per request was a tenth of an Eager request's CPU).
+	onReader   atomic.Pointer[eagerRun]
+	eagerTimer *time.Timer
+	// handoffs counts how often the reading passed on (for tests).
+	handoffs atomic.Int64
 
 	ctx    context.Context // handlers' base context; carries the Conn
 	cancel context.CancelFunc
@@ -158,6 +201,8 @@ func NewConn(r io.Reader, w io.Writer, h Handler, opts *Options) *Conn {
 		logf:        opts.Logf,
 		reuseParams: opts.ReuseParams,
 		inline:      opts.Inline,
+		eager:       opts.Eager,
+		eagerFor:    opts.EagerDeadline,
 		pending:     map[int64]chan reply{},
 		inflight:    map[string]context.CancelFunc{},
 		done:        make(chan struct{}),
@@ -168,6 +213,18 @@ func NewConn(r io.Reader, w io.Writer, h Handler, opts *Options) *Conn {
 	}
 	if c.maxMessage <= 0 {
 		c.maxMessage = DefaultMaxMessageBytes
+	}
+	if c.eagerFor <= 0 {
+		c.eagerFor = DefaultEagerDeadline
+	}
+	c.rd = &lineReader{br: bufio.NewReaderSize(r, readBufferBytes)}
+	if c.eager != nil {
+		c.eagerTimer = time.AfterFunc(time.Hour, func() {
+			if run := c.onReader.Load(); run != nil {
+				c.handOff(run)
+			}
+		})
+		c.eagerTimer.Stop()
 	}
 	if c.handler == nil {
 		c.handler = Methods(nil)
@@ -227,6 +284,12 @@ func (c *Conn) Close() error {
 func (c *Conn) Call(ctx context.Context, method string, params, result any) error {
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if run := c.onReader.Load(); run != nil {
+		// An Eager handler is calling back (or someone is calling while
+		// one holds the reader): the answer can only be read once the
+		// reading has passed on.
+		c.handOff(run)
 	}
 	id := c.nextID.Add(1)
 	buf := getBuffer()
@@ -416,19 +479,26 @@ func (c *Conn) closeWriter() {
 	})
 }
 
-// readLoop reads and dispatches lines until the stream ends or breaks.
+// lineReader is the reading state that passes from goroutine to
+// goroutine with the reading.
+type lineReader struct {
+	br   *bufio.Reader
+	long []byte // gathers a line longer than br's buffer
+}
+
+// readLoop reads and dispatches lines until the stream ends or breaks, or
+// until an Eager handler it ran has handed the reading on.
 func (c *Conn) readLoop() {
-	br := bufio.NewReaderSize(c.r, readBufferBytes)
-	var long []byte // gathers a line longer than br's buffer
+	rd := c.rd
 	for {
-		line, err := br.ReadSlice('\n')
+		line, err := rd.br.ReadSlice('\n')
 		if err == bufio.ErrBufferFull {
-			long = append(long[:0], line...)
-			for err == bufio.ErrBufferFull && len(long) <= c.maxMessage {
-				line, err = br.ReadSlice('\n')
-				long = append(long, line...)
+			rd.long = append(rd.long[:0], line...)
+			for err == bufio.ErrBufferFull && len(rd.long) <= c.maxMessage {
+				line, err = rd.br.ReadSlice('\n')
+				rd.long = append(rd.long, line...)
 			}
-			line = long
+			line = rd.long
 		}
 		if n := len(line); n > 0 && line[n-1] == '\n' {
 			line = line[:n-1]
@@ -443,8 +513,8 @@ func (c *Conn) readLoop() {
 				return
 			}
 		}
-		if cap(long) > 4*readBufferBytes {
-			long = nil // do not pin a huge buffer after a rare long line
+		if cap(rd.long) > 4*readBufferBytes {
+			rd.long = nil // do not pin a huge buffer after a rare long line
 		}
 		if err != nil {
 			if err == io.EOF {
@@ -468,7 +538,8 @@ func (c *Conn) protocolError(id []byte, code int, message string, cause error) {
 	c.fail(cause, farewell)
 }
 
-// dispatch handles one line; it returns false once the connection ended.
+// dispatch handles one line; it returns false once the connection ended
+// or the reading has passed to another goroutine.
 func (c *Conn) dispatch(line []byte) bool {
 	m, err := parseMessage(line)
 	if err != nil {
@@ -497,8 +568,7 @@ func (c *Conn) dispatch(line []byte) bool {
 		c.cancelInflight(m.params)
 		return true
 	}
-	c.serve(m)
-	return true
+	return c.serve(m)
 }
 
 // refuseNotStrict answers a request that breaks the strict JSON rule with
@@ -563,8 +633,9 @@ func (c *Conn) cancelInflight(params []byte) {
 
 // serve starts a handler for a request or notification. Over the bound, a
 // request is refused with overloaded and a notification dropped; either
-// way the reader goes straight on.
-func (c *Conn) serve(m inMessage) {
+// way the reader goes straight on. It returns false when the connection
+// ended or an Eager handler handed the reading on.
+func (c *Conn) serve(m inMessage) bool {
 	req := &Request{Method: m.method, Notification: m.id == nil}
 	var id []byte
 	if m.id != nil {
@@ -575,22 +646,22 @@ func (c *Conn) serve(m inMessage) {
 	c.mu.Lock()
 	if c.err != nil {
 		c.mu.Unlock()
-		return
+		return false
 	}
 	if c.running >= c.maxInflight {
 		c.mu.Unlock()
 		if req.Notification {
 			c.logf("jsonrpc: dropped notification %s: %d handlers in flight", m.method, c.maxInflight)
-			return
+			return true
 		}
 		go c.writeError(id, overloaded)
-		return
+		return true
 	}
 	if !req.Notification {
 		if _, dup := c.inflight[key]; dup {
 			c.mu.Unlock()
 			go c.writeError(id, &wireError{Code: CodeInvalidRequest, Message: "invalid request: id already in flight"})
-			return
+			return true
 		}
 	}
 	if c.inline != nil && c.inline(m.method) {
@@ -600,7 +671,7 @@ func (c *Conn) serve(m inMessage) {
 		}
 		c.mu.Unlock()
 		c.serveInline(m, req)
-		return
+		return true
 	}
 	ctx, cancel := context.WithCancel(c.ctx)
 	c.running++
@@ -618,7 +689,55 @@ func (c *Conn) serve(m inMessage) {
 	default:
 		req.Params = bytes.Clone(m.params)
 	}
-	c.dispatchTask(task{ctx: ctx, cancel: cancel, id: id, req: req})
+	t := task{ctx: ctx, cancel: cancel, id: id, req: req}
+	if c.eager != nil && c.eager(m.method) {
+		return c.serveEager(t)
+	}
+	c.dispatchTask(t)
+	return true
+}
+
+// eagerRun is one Eager handler started on the reader; state says who
+// holds the reading.
+type eagerRun struct{ state atomic.Int32 }
+
+const (
+	eagerOnReader  = iota // the handler runs on the reader, which waits for it
+	eagerHandedOff        // the reading passed to a new goroutine
+	eagerReturned         // the handler returned first: the reader reads on
+)
+
+// serveEager runs t on the reader (serve has copied its params, so they
+// do not alias the read buffer, which the next reader may overwrite). It
+// returns whether this goroutine still holds the reading.
+func (c *Conn) serveEager(t task) bool {
+	run := &eagerRun{}
+	// This store orders every use of the read state above before the
+	// handoff's compare-and-swap, which may start the next reader.
+	run.state.Store(eagerOnReader)
+	c.onReader.Store(run)
+	c.eagerTimer.Reset(c.eagerFor)
+	c.run(t.ctx, t.cancel, t.id, t.req)
+	if !run.state.CompareAndSwap(eagerOnReader, eagerReturned) {
+		// Handed on: the timer and onReader belong to the new reader now.
+		return false
+	}
+	c.eagerTimer.Stop()
+	c.onReader.CompareAndSwap(run, nil)
+	return true
+}
+
+// handOff passes the reading on from the Eager handler run, unless it
+// returned or handed it on already.
+func (c *Conn) handOff(run *eagerRun) {
+	if run.state.CompareAndSwap(eagerOnReader, eagerHandedOff) {
+		// Disarmed before the next reader exists, which may arm it again
+		// (a no-op when the timer is what called).
+		c.eagerTimer.Stop()
+		c.onReader.CompareAndSwap(run, nil)
+		c.handoffs.Add(1)
+		go c.readLoop()
+	}
 }
 
 // task is one request handed to a handler goroutine.

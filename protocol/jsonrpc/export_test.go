@@ -25,3 +25,7 @@ func SetMaxIdleHandlers(n int32) (restore func()) {
 	maxIdleHandlers = n
 	return func() { maxIdleHandlers = old }
 }
+
+// Handoffs is how often c's reading passed from an Eager handler to a new
+// goroutine.
+func Handoffs(c *Conn) int64 { return c.handoffs.Load() }

@@ -47,6 +47,16 @@ var children = map[string]func(){
 			DecodeError: decodeProtocolError, ReuseParams: true, Inline: inlinePeerMethod})
 		<-conn.Done()
 	},
+	// peer-eager is peer with every method started on the reader and
+	// handed on when it calls back or runs long (Options.Eager).
+	"peer-eager": func() {
+		protocolOut := os.Stdout
+		os.Stdout = os.Stderr
+		p := &conformance.TransportPeer{Crash: func() { os.Exit(3) }, Stdout: os.Stdout}
+		conn := jsonrpc.NewConn(os.Stdin, protocolOut, p.Handler(), &jsonrpc.Options{
+			DecodeError: decodeProtocolError, ReuseParams: true, Eager: func(string) bool { return true }})
+		<-conn.Done()
+	},
 	// peer-stdout-unmoved is a negative control: a peer that leaves
 	// os.Stdout on the protocol stream, so stray output corrupts it.
 	"peer-stdout-unmoved": func() {

@@ -95,7 +95,7 @@ func ServeConn(ctx context.Context, r io.Reader, w io.Writer, ext *Extension) er
 		MaxInflight: maxInflight,
 		DecodeError: DecodeError,
 		Logf:        s.logf,
-		Inline:      servedInline,
+		Eager:       servedEager,
 	})
 	close(ready)
 	for {
@@ -128,20 +128,17 @@ func ServeConn(ctx context.Context, r io.Reader, w io.Writer, ext *Extension) er
 	}
 }
 
-// servedInline says which requests the transport's reader serves itself
-// (jsonrpc.Options.Inline): those whose handlers are PureFuncs, which get
-// no Host and so cannot call back (routes, validate and the four
-// in-transaction methods). That spares a goroutine and a wake-up per call;
-// the price is that such a handler must return promptly, since nothing
-// else is read while it runs, and that it sees no $/cancel.
-func servedInline(method string) bool {
-	switch method {
-	case "route.match", "route.samples", "validate":
-		return true
-	}
-	mt, ok := protocol.LookupMethod(method)
-	return ok && mt.InTransaction && mt.Direction == protocol.HostToExtension
-}
+// servedEager says which requests the transport's reader starts serving
+// itself (jsonrpc.Options.Eager): all of them. A handler that answers at
+// once (an echo, a route decision, an in-transaction call, a KV read
+// answered from memory) then costs no goroutine and no wake-up, most of a
+// small round trip's price; one that calls the host back hands the
+// reading to a new goroutine at its first call, and one that runs longer
+// than jsonrpc.DefaultEagerDeadline at that deadline, so no handler can
+// stall the connection for longer, and $/cancel reaches every handler,
+// pure ones included. (Before, pure handlers were served Inline: they saw
+// no $/cancel and one that blocked stalled the connection for good.)
+func servedEager(string) bool { return true }
 
 // beforeServe, when set, runs as a request's handler starts: tests hold a
 // handler there to start it after a later request's.
