@@ -120,10 +120,7 @@ class Transport:
             self.outfile.flush()
 
     def answer_error(self, msg_id, code, message, data_code=None):
-        err = {"code": code, "message": message}
-        if data_code:
-            err["data"] = {"code": data_code}
-        self.send({"id": msg_id, "error": err})
+        self.send(error_answer(msg_id, code, message, data_code))
 
     def read(self):
         """The next message, or None at end of input. A line longer than
@@ -351,31 +348,41 @@ class Extension:
 def serve_one(transport, extension, request, method, params):
     """Serves one host request and answers it (on its own thread)."""
     msg_id = request.id
+    answer = None
     try:
         if not isinstance(params, dict):
             raise TypeError("params must be an object")
-        result = extension.serve(request, method, params)
-        transport.send({"id": msg_id, "result": result})
+        answer = {"id": msg_id, "result": extension.serve(request, method, params)}
     except Unknown:
-        transport.answer_error(msg_id, METHOD_NOT_FOUND, "method %r not found" % method)
+        answer = error_answer(msg_id, METHOD_NOT_FOUND, "method %r not found" % method)
     except Cancelled:
-        transport.answer_error(msg_id, CANCELLED, "cancelled", "cancelled")
+        answer = error_answer(msg_id, CANCELLED, "cancelled", "cancelled")
     except HostGone:
         pass  # the host is gone: nobody to answer
     except HostError as err:
         # The host's failure, which no handler decided about: not ours to
         # describe. Its text stays here.
         log("%s: the host answered %s: %s" % (method, err.code, err.message))
-        transport.answer_error(msg_id, INTERNAL, "internal error")
+        answer = error_answer(msg_id, INTERNAL, "internal error")
     except Refusal as refusal:
-        transport.answer_error(msg_id, AUTHORED, refusal.message, refusal.code)
+        answer = error_answer(msg_id, AUTHORED, refusal.message, refusal.code)
     except (TypeError, AttributeError) as err:
-        transport.answer_error(msg_id, INVALID_PARAMS, "invalid params: %s" % err)
+        answer = error_answer(msg_id, INVALID_PARAMS, "invalid params: %s" % err)
     except Exception:
         log("%s: %s" % (method, traceback.format_exc()))
-        transport.answer_error(msg_id, INTERNAL, "internal error")
-    finally:
-        transport.end(request)
+        answer = error_answer(msg_id, INTERNAL, "internal error")
+    # Out of flight before the answer is written, so a request the host
+    # sends once it has the answer finds the slot free.
+    transport.end(request)
+    if answer is not None:
+        transport.send(answer)
+
+
+def error_answer(msg_id, code, message, data_code=None):
+    err = {"code": code, "message": message}
+    if data_code:
+        err["data"] = {"code": data_code}
+    return {"id": msg_id, "error": err}
 
 
 def main():
