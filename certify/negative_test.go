@@ -149,6 +149,8 @@ func TestNegativeControls(t *testing.T) {
 	packages := map[string]string{
 		"notes":  filepath.Join("..", "extensions", "notes"),
 		"runner": filepath.Join("..", "extensions", "runner"),
+		// agent's runs take a script, from its certify/inputs.json.
+		"agent": filepath.Join("..", "extensions", "agent"),
 	}
 	for name, dir := range testPackages(t) {
 		packages[name] = dir

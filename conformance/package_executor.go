@@ -35,6 +35,10 @@ type executorRun struct {
 	work     protocol.Work
 	exec     protocol.Execution
 	recovery func() json.RawMessage
+	// config is the binding's executor config the run starts with
+	// (runConfig), or configErr why it has none.
+	config    json.RawMessage
+	configErr error
 }
 
 func commandConfig(command string) json.RawMessage {
@@ -46,9 +50,10 @@ func commandConfig(command string) json.RawMessage {
 func newRun(d PackageDriver, executor, name, command string) *executorRun {
 	workID, execID := "work-certify-"+name, "exec-certify-"+name
 	runID, recovery := d.OpenRun(workID, execID)
-	return &executorRun{executor: executor, runID: runID, recovery: recovery,
+	config, err := runConfig(d, executor, command)
+	return &executorRun{executor: executor, runID: runID, recovery: recovery, config: config, configErr: err,
 		work: protocol.Work{ID: workID, ScopeID: scope(d), Kind: "certify", State: "running", Revision: 1,
-			Context: commandConfig(command), CreatedAt: certifyNow, UpdatedAt: certifyNow},
+			Context: config, CreatedAt: certifyNow, UpdatedAt: certifyNow},
 		exec: protocol.Execution{ID: execID, WorkID: workID, Attempt: 1, Executor: executor, State: "running", StartedAt: certifyNow}}
 }
 
@@ -57,10 +62,15 @@ type caller interface {
 	Call(ctx context.Context, method string, params, result any) error
 }
 
+// start starts the run with its config; command is what newRun made it
+// of, for the record.
 func (r *executorRun) start(ctx context.Context, c caller, command string) error {
+	if r.configErr != nil {
+		return r.configErr
+	}
 	var res protocol.ExecutorRunResult
 	err := c.Call(ctx, "executor.run", protocol.ExecutorRunParams{Executor: r.executor, RunID: r.runID, Work: r.work,
-		Execution: r.exec, Config: commandConfig(command)}, &res)
+		Execution: r.exec, Config: r.config}, &res)
 	if err != nil {
 		return fmt.Errorf("executor %s: executor.run: %w", r.executor, err)
 	}
@@ -151,8 +161,9 @@ func checkExecutorLifecycle(ctx context.Context, d PackageDriver, executor, tag 
 	if err := restartByKill(ctx, d); err != nil {
 		return errors.Join(append(errs, fmt.Errorf("executor %s: %w", executor, err))...)
 	}
+	// As the host does, recover carries the binding's config.
 	if err := d.Call(ctx, "executor.recover", protocol.ExecutorRecoverParams{Executor: executor, RunID: long.runID,
-		Work: long.work, Execution: long.exec, Recovery: meta}, nil); err != nil {
+		Work: long.work, Execution: long.exec, Recovery: meta, Config: long.config}, nil); err != nil {
 		errs = append(errs, fmt.Errorf("executor %s: the restarted package did not adopt its run through executor.recover: %w", executor, err))
 	} else if res, err := long.wait(ctx, d); err != nil {
 		errs = append(errs, err)

@@ -37,7 +37,8 @@ const maxInputsDepth = 64
 //	  "operations": {"<operation>": [<input>, ...]},
 //	  "routes":     {"<handler>":   [{"family": "...", "type": "...", "schema": "...", "payload": <value>}, ...]},
 //	  "ingress":    {"<type>":      [{"path": "...", "headers": {"<name>": ["..."]}, "body": <value>}, ...]},
-//	  "kv_layouts": [{"stored": <n>, "seed": [<entry>, ...], "want": [<entry>, ...]}, ...]
+//	  "kv_layouts": [{"stored": <n>, "seed": [<entry>, ...], "want": [<entry>, ...]}, ...],
+//	  "executors":  {"<executor>":  {"quick": <config>, "short": <config>, "long": <config>}}
 //	}
 //
 // Every member is optional. An operation is a declared handler, wait or
@@ -47,12 +48,15 @@ const maxInputsDepth = 64
 // an ingress key is a declared extension type with ingress, and each entry
 // is a delivery pushed to every source that type registers, its body the
 // JSON encoding of body. A kv_layouts entry is an older KV layout of the
-// package (KVLayoutSeed), for kv/migration.
+// package (KVLayoutSeed), for kv/migration. An executors key is a declared
+// executor without a command field, and its value the configs its runs
+// take (InputExecutor).
 type Inputs struct {
 	Operations map[string][]json.RawMessage
 	Routes     map[string][]InputEvent
 	Ingress    map[string][]InputDelivery
 	KVLayouts  []KVLayoutSeed
+	Executors  map[string]InputExecutor
 }
 
 // InputEvent is an Event an author gives for a route handler.
@@ -158,6 +162,11 @@ func ParseInputs(data []byte, m *protocol.Manifest) (*Inputs, error) {
 				}
 				return nil
 			})
+		},
+		"executors": func(p string, n *jnode) error {
+			x, err := parseInputExecutors(p, n, m)
+			in.Executors = x
+			return err
 		},
 		"kv_layouts": func(p string, n *jnode) error {
 			seeds, err := parseKVLayouts(p, n, m)

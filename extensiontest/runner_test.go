@@ -81,7 +81,7 @@ func TestRunner(t *testing.T) {
 			{
 				Name:    "a script the agent refuses is a diagnostic at its path",
 				Agent:   []et.AgentStep{{}},
-				Refused: []client.Diagnostic{{Path: "$.scopes[0].bindings[0].executor_config", Rule: "invalid_config", Message: "exactly one of call and fail"}},
+				Refused: []client.Diagnostic{{Path: "$.scopes[0].bindings[0].executor_config", Rule: "invalid_config", Message: "exactly one of call, think and fail"}},
 			},
 		},
 	})

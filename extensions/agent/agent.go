@@ -16,8 +16,9 @@
 //	]}
 //
 // Each step is a toolbelt call (with an optional request_id; by default
-// "<work id>/<step>", so a retried attempt replays what was committed) or a
-// failure. A call's answer is checked against expect (the result must hold
+// "<work id>/<step>", so a retried attempt replays what was committed), a
+// pause ({"think": "1s"}, a Go duration of at most MaxThink: a turn that
+// takes time, cut short by shutdown) or a failure. A call's answer is checked against expect (the result must hold
 // every member expect names, recursively; arrays match element by element)
 // or expect_error (the protocol error code it must be refused with); a call
 // with neither passes whatever it answers unless it is refused. The first
@@ -28,8 +29,14 @@
 // TranscriptFile in the executor's directory: the agent's transcript,
 // which extensiontest shows as a failing step's evidence.
 //
-// Runs live in the agent process: after a restart the host's recover is
-// answered not_adoptable and the attempt is retried.
+// A run lives in the agent process, and persists its Recovery (its ids and
+// its config) through the host's fenced execution.persist_recovery before
+// it starts. After the agent restarts, the host's recover adopts it by
+// following the script again from its first step, under the toolbelt token
+// of the attempt's new epoch: each call's request ID is the one the first
+// process used, so what that process committed is replayed, not made
+// again. Metadata that is not an agent run's, or is another attempt's, is
+// not_adoptable.
 package agent
 
 import (
@@ -63,6 +70,8 @@ const TranscriptFile = "transcript.jsonl"
 // Bounds of a script and what the transcript keeps of an answer.
 const (
 	MaxSteps = 256
+	// MaxThink bounds a think step's pause.
+	MaxThink = 10 * time.Minute
 	// maxKept bounds the bytes of an input or result a transcript line
 	// repeats.
 	maxKept = 4 << 10
@@ -80,7 +89,7 @@ type Config struct {
 	Script []Step `json:"script"`
 }
 
-// Step is one step of a script: exactly one of Call and Fail.
+// Step is one step of a script: exactly one of Call, Think and Fail.
 type Step struct {
 	// Call is the operation called through the run's toolbelt.
 	Call  string          `json:"call,omitempty"`
@@ -93,8 +102,20 @@ type Step struct {
 	// ExpectError is the protocol error code the call must be refused
 	// with, such as "unauthorized".
 	ExpectError string `json:"expect_error,omitempty"`
+	// Think pauses the run for this Go duration ("1s"), at most MaxThink.
+	Think string `json:"think,omitempty"`
 	// Fail ends the run failed with this message.
 	Fail string `json:"fail,omitempty"`
+}
+
+// Recovery is the metadata a run persists through the host, from which a
+// restarted agent adopts it.
+type Recovery struct {
+	RunID       string `json:"run_id"`
+	WorkID      string `json:"work_id"`
+	ExecutionID string `json:"execution_id"`
+	// Config is the executor config the run follows.
+	Config json.RawMessage `json:"config"`
 }
 
 // Entry is one line of the transcript.
@@ -153,11 +174,22 @@ func ParseConfig(raw json.RawMessage) (Config, error) {
 }
 
 func (s Step) check() error {
+	kinds := 0
+	for _, set := range []bool{s.Call != "", s.Think != "", s.Fail != ""} {
+		if set {
+			kinds++
+		}
+	}
 	switch {
-	case (s.Call == "") == (s.Fail == ""):
-		return errors.New("a step is exactly one of call and fail")
-	case s.Fail != "" && (s.Input != nil || s.Expect != nil || s.ExpectError != "" || s.RequestID != ""):
-		return errors.New("a fail step takes no input, request_id or expectation")
+	case kinds != 1:
+		return errors.New("a step is exactly one of call, think and fail")
+	case s.Call == "" && (s.Input != nil || s.Expect != nil || s.ExpectError != "" || s.RequestID != ""):
+		return errors.New("a think or fail step takes no input, request_id or expectation")
+	case s.Think != "":
+		d, err := time.ParseDuration(s.Think)
+		if err != nil || d <= 0 || d > MaxThink {
+			return fmt.Errorf("think takes a duration such as \"1s\", above 0 and at most %v", MaxThink)
+		}
 	case s.Expect != nil && s.ExpectError != "":
 		return errors.New("a call expects a result or an error code, not both")
 	case s.Input != nil && !json.Valid(s.Input), s.Expect != nil && !json.Valid(s.Expect):
@@ -201,12 +233,16 @@ type agent struct {
 	mu   sync.Mutex
 	dir  string // the executor directory, where the transcript is
 	runs map[string]*run
+	// shutdown is set once shutdown ended the runs: they end with the
+	// process, to be adopted by the next one, not failed.
+	shutdown bool
 	// wmu serialises transcript lines from concurrent runs.
 	wmu sync.Mutex
 }
 
-// run is one run this process started.
+// run is one run this process started or adopted.
 type run struct {
+	ctx    context.Context // the run's own, ended by shutdown
 	cancel context.CancelFunc
 	done   chan struct{} // closed once result is set
 	result protocol.ExecutorWaitResult
@@ -229,7 +265,7 @@ func (a *agent) initialize(_ context.Context, p protocol.InitializeParams) error
 	return nil
 }
 
-func (a *agent) run(_ context.Context, _ *sdk.Host, p protocol.ExecutorRunParams) (protocol.ExecutorRunResult, error) {
+func (a *agent) run(ctx context.Context, host *sdk.Host, p protocol.ExecutorRunParams) (protocol.ExecutorRunResult, error) {
 	if p.RunID == "" {
 		return protocol.ExecutorRunResult{}, protocol.Errorf(protocol.CodeInvalid, "run_id is required")
 	}
@@ -238,28 +274,68 @@ func (a *agent) run(_ context.Context, _ *sdk.Host, p protocol.ExecutorRunParams
 		return protocol.ExecutorRunResult{}, err
 	}
 	tb := sdk.ToolbeltOf(p)
+	if err := needsToolbelt(c, tb); err != nil {
+		return protocol.ExecutorRunResult{}, protocol.Errorf(protocol.CodeInvalid, "%v", err)
+	}
+	r, err := a.claim(p.RunID)
+	if err != nil {
+		return protocol.ExecutorRunResult{}, err
+	}
+	// Nothing runs before the host holds what a restarted agent needs.
+	meta, err := json.Marshal(Recovery{RunID: p.RunID, WorkID: p.Work.ID, ExecutionID: p.Execution.ID, Config: p.Config})
+	if err == nil {
+		err = host.PersistRecovery(ctx, p.RunID, meta)
+	}
+	if err != nil {
+		a.release(p.RunID)
+		return protocol.ExecutorRunResult{}, err
+	}
+	go a.start(r, tb, p, c.Script)
+	return protocol.ExecutorRunResult{Recovery: meta}, nil
+}
+
+// needsToolbelt refuses a script that calls operations when the run has no
+// toolbelt to call them with.
+func needsToolbelt(c Config, tb sdk.Toolbelt) error {
 	if !tb.Granted() && slices.ContainsFunc(c.Script, func(s Step) bool { return s.Call != "" }) {
-		return protocol.ExecutorRunResult{}, protocol.Errorf(protocol.CodeInvalid,
-			"the script calls operations but the binding grants no toolbelt (set toolbelt and operations on the binding)")
+		return errors.New("the script calls operations but the binding grants no toolbelt (set toolbelt and operations on the binding)")
 	}
-	// The run outlives the executor.run request: it has its own context,
-	// ended by shutdown.
+	return nil
+}
+
+// claim registers a run under runID, not yet started: a second claim of
+// the same id is a conflict.
+func (a *agent) claim(runID string) (*run, error) {
+	// The run outlives the request that starts it: it has its own
+	// context, ended by shutdown.
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &run{cancel: cancel, done: make(chan struct{})}
+	r := &run{ctx: ctx, cancel: cancel, done: make(chan struct{})}
 	a.mu.Lock()
-	if _, dup := a.runs[p.RunID]; dup {
-		a.mu.Unlock()
+	defer a.mu.Unlock()
+	if _, dup := a.runs[runID]; dup {
 		cancel()
-		return protocol.ExecutorRunResult{}, protocol.Errorf(protocol.CodeConflict, "run %q already started", p.RunID)
+		return nil, protocol.Errorf(protocol.CodeConflict, "run %q already started", runID)
 	}
-	a.runs[p.RunID] = r
+	a.runs[runID] = r
+	return r, nil
+}
+
+// release drops a claimed run that never started.
+func (a *agent) release(runID string) {
+	a.mu.Lock()
+	r := a.runs[runID]
+	delete(a.runs, runID)
 	a.mu.Unlock()
-	go func() {
-		defer cancel()
-		r.result = a.follow(ctx, tb, p, c.Script)
-		close(r.done)
-	}()
-	return protocol.ExecutorRunResult{}, nil
+	if r != nil {
+		r.cancel()
+	}
+}
+
+// start follows the script of a claimed run.
+func (a *agent) start(r *run, tb sdk.Toolbelt, p protocol.ExecutorRunParams, script []Step) {
+	defer r.cancel()
+	r.result = a.follow(r.ctx, tb, p, script)
+	close(r.done)
 }
 
 // follow runs the script and says how the run settled.
@@ -279,6 +355,21 @@ func (a *agent) follow(ctx context.Context, tb sdk.Toolbelt, p protocol.Executor
 			e.Verdict, e.Detail = VerdictFailed, s.Fail
 			a.write(e)
 			return end(VerdictFailed, fmt.Sprintf("step %d: the script fails: %s", i, s.Fail))
+		}
+		if s.Think != "" {
+			d, _ := time.ParseDuration(s.Think) // checked by ParseConfig
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+				e.Verdict = VerdictOK
+				a.write(e)
+				continue
+			case <-ctx.Done():
+				t.Stop()
+				e.Verdict, e.Detail = VerdictFailed, "the run was ended while it thought"
+				a.write(e)
+				return end(VerdictFailed, fmt.Sprintf("step %d: the run was ended while it thought", i))
+			}
 		}
 		e.Call, e.Input = s.Call, clipJSON(s.Input)
 		e.RequestID = s.RequestID
@@ -406,20 +497,66 @@ func (a *agent) wait(ctx context.Context, _ *sdk.Host, p protocol.ExecutorWaitPa
 	}
 	select {
 	case <-r.done:
-		return r.result, nil
 	case <-ctx.Done():
 		return protocol.ExecutorWaitResult{}, ctx.Err()
 	}
+	a.mu.Lock()
+	shutdown := a.shutdown
+	a.mu.Unlock()
+	if shutdown && r.result.State != VerdictSucceeded {
+		// Shutdown cut the run short: the attempt is not over, and the
+		// host recovers it from the next agent process.
+		return protocol.ExecutorWaitResult{}, protocol.Errorf(protocol.CodeShuttingDown, "run %q was ended by shutdown, for the next agent process to adopt", p.RunID)
+	}
+	return r.result, nil
 }
 
-// recover adopts nothing: a run lives in the process that started it.
-func (a *agent) recover(context.Context, *sdk.Host, protocol.ExecutorRecoverParams) (protocol.ExecutorRecoverResult, error) {
-	return protocol.ExecutorRecoverResult{}, protocol.Errorf(protocol.CodeNotAdoptable, "a scripted run lives in the agent process that started it")
+// recover adopts a run a previous agent process started, from its
+// Recovery: it follows the script again from the first step, under the
+// toolbelt of the attempt's new epoch, each call with the request ID the
+// first process used, so what that one committed is replayed. Metadata an
+// agent run did not write, or another attempt's, is not_adoptable.
+func (a *agent) recover(ctx context.Context, host *sdk.Host, p protocol.ExecutorRecoverParams) (protocol.ExecutorRecoverResult, error) {
+	a.mu.Lock()
+	_, ours := a.runs[p.RunID]
+	a.mu.Unlock()
+	if ours {
+		return protocol.ExecutorRecoverResult{}, nil
+	}
+	refuse := func(why string) (protocol.ExecutorRecoverResult, error) {
+		return protocol.ExecutorRecoverResult{}, protocol.Errorf(protocol.CodeNotAdoptable, "run %q: %s", p.RunID, why)
+	}
+	var rec Recovery
+	dec := json.NewDecoder(bytes.NewReader(p.Recovery))
+	dec.DisallowUnknownFields()
+	if len(p.Recovery) == 0 || dec.Decode(&rec) != nil || dec.More() || rec.RunID == "" || rec.ExecutionID == "" {
+		return refuse("no agent run's recovery metadata")
+	}
+	if (p.Execution.ID != "" && rec.ExecutionID != p.Execution.ID) || (p.Work.ID != "" && rec.WorkID != p.Work.ID) {
+		return refuse("the metadata is another attempt's")
+	}
+	c, err := ParseConfig(rec.Config)
+	if err != nil {
+		return refuse("the metadata's script is not one: " + err.Error())
+	}
+	tb := sdk.ToolbeltOf(protocol.ExecutorRunParams{Endpoint: p.Endpoint, Token: p.Token})
+	if err := needsToolbelt(c, tb); err != nil {
+		return refuse(err.Error())
+	}
+	r, err := a.claim(p.RunID)
+	if err != nil {
+		return protocol.ExecutorRecoverResult{}, nil // adopted meanwhile
+	}
+	work, execution := p.Work, p.Execution
+	work.ID, execution.ID = rec.WorkID, rec.ExecutionID
+	go a.start(r, tb, protocol.ExecutorRunParams{Executor: Name, RunID: p.RunID, Work: work, Execution: execution, Config: rec.Config}, c.Script)
+	return protocol.ExecutorRecoverResult{}, nil
 }
 
 func (a *agent) stopAll() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.shutdown = true
 	for _, r := range a.runs {
 		r.cancel()
 	}

@@ -22,6 +22,11 @@ func TestParseConfigRefusesBadScripts(t *testing.T) {
 		"fail with input":       `{"script":[{"fail":"x","input":{}}]}`,
 		"both expectations":     `{"script":[{"call":"a.b","expect":{},"expect_error":"not_found"}]}`,
 		"trailing data":         `{"script":[]} {}`,
+		"think and call":        `{"script":[{"call":"a.b","think":"1s"}]}`,
+		"think with input":      `{"script":[{"think":"1s","input":{}}]}`,
+		"think no duration":     `{"script":[{"think":"soon"}]}`,
+		"think zero":            `{"script":[{"think":"0s"}]}`,
+		"think too long":        `{"script":[{"think":"11m"}]}`,
 	}
 	for name, doc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -30,9 +35,9 @@ func TestParseConfigRefusesBadScripts(t *testing.T) {
 			assert.ErrorIs(t, err, protocol.ErrInvalid)
 		})
 	}
-	c, err := ParseConfig(json.RawMessage(`{"script":[{"call":"a.b","input":{"x":1},"expect":{"ok":true}},{"fail":"stop"}]}`))
+	c, err := ParseConfig(json.RawMessage(`{"script":[{"call":"a.b","input":{"x":1},"expect":{"ok":true}},{"think":"10m"},{"fail":"stop"}]}`))
 	require.NoError(t, err)
-	assert.Len(t, c.Script, 2)
+	assert.Len(t, c.Script, 3)
 }
 
 func TestHolds(t *testing.T) {
