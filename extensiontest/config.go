@@ -172,14 +172,16 @@ func Generate(manifests ...*protocol.Manifest) Config {
 
 // AgentStep is one step of the scripted agent's script: a toolbelt call
 // of Call with Input, whose answer must hold Expect (every member it names,
-// recursively) or be refused with the protocol code ExpectError; or Fail,
-// which ends the run failed. RequestID defaults to "<work id>/<step>".
+// recursively) or be refused with the protocol code ExpectError; Think, a
+// pause of a Go duration ("1s", at most 10m: a turn that takes time); or
+// Fail, which ends the run failed. RequestID defaults to "<work id>/<step>".
 type AgentStep struct {
 	Call        string `json:"call,omitempty"`
 	Input       any    `json:"input,omitempty"`
 	RequestID   string `json:"request_id,omitempty"`
 	Expect      any    `json:"expect,omitempty"`
 	ExpectError string `json:"expect_error,omitempty"`
+	Think       string `json:"think,omitempty"`
 	Fail        string `json:"fail,omitempty"`
 }
 
