@@ -484,6 +484,7 @@ func (p *Process) startOnce(ctx context.Context) (*instance, error) {
 		if err := p.recordKVVersion(ctx, m.KVVersion); err != nil {
 			return fail(fmt.Errorf("recording the KV layout: %w", err))
 		}
+		p.logf("KV layout %d recorded (was %d): configure migrated it", m.KVVersion, stored)
 	}
 	p.mu.Lock()
 	p.version = version

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -81,8 +82,9 @@ func readWeakenings(t *testing.T) []weakening {
 }
 
 // build builds the binary with the weakening applied through go build
-// -overlay (the source tree is untouched).
-func (w weakening) build(t *testing.T) string {
+// -overlay (the source tree is untouched), with the build tags given (a
+// drill at the daemon's kill points needs faultinject).
+func (w weakening) build(t *testing.T, tags ...string) string {
 	t.Helper()
 	dir := t.TempDir()
 	weak := filepath.Join(dir, filepath.Base(w.file))
@@ -94,7 +96,11 @@ func (w weakening) build(t *testing.T) string {
 	ov := filepath.Join(dir, "overlay.json")
 	require.NoError(t, os.WriteFile(ov, overlay, 0o600))
 	bin := filepath.Join(dir, "open-conduit")
-	out, err := exec.Command("go", "build", "-overlay", ov, "-o", bin, "github.com/open-conduit/open-conduit/cmd/open-conduit").CombinedOutput()
+	args := []string{"build", "-overlay", ov, "-o", bin}
+	if len(tags) > 0 {
+		args = append(args, "-tags", strings.Join(tags, ","))
+	}
+	out, err := exec.Command("go", append(args, "github.com/open-conduit/open-conduit/cmd/open-conduit")...).CombinedOutput()
 	require.NoError(t, err, "building with %s weakened:\n%s", w.file, out)
 	return bin
 }
@@ -105,10 +111,12 @@ func (w weakening) build(t *testing.T) string {
 func TestWeakenedBuildsFailDrills(t *testing.T) {
 	all := readWeakenings(t)
 	known := map[string]bool{}
+	needs := map[string]string{} // the build a drill needs
 	list, err := drill.List()
 	require.NoError(t, err)
 	for _, d := range list {
 		known[d.Name] = true
+		needs[d.Name] = d.Needs
 	}
 	for _, w := range all {
 		for _, d := range w.drills {
@@ -123,7 +131,13 @@ func TestWeakenedBuildsFailDrills(t *testing.T) {
 	}
 	for _, w := range selected {
 		t.Run(w.name, func(t *testing.T) {
-			bin := w.build(t)
+			var tags []string
+			for _, d := range w.drills {
+				if needs[d] != "" && !slices.Contains(tags, needs[d]) {
+					tags = append(tags, needs[d])
+				}
+			}
+			bin := w.build(t, tags...)
 			for _, name := range w.drills {
 				res, err := drill.Run(name, drill.RunOptions{Options: drill.Options{Binary: bin, Within: 10 * time.Second}})
 				require.NoError(t, err)

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -10,7 +11,7 @@ import (
 // steps where a build with the faultinject tag can SIGKILL itself, so a
 // drill kills the daemon exactly where a power loss hurts most. Which point
 // (and at which hit) is read once, when the daemon opens, from
-// OPEN_CONDUIT_KILL_POINT=NAME[:N] (N defaults to 1). A build without the
+// OPEN_CONDUIT_KILL_POINT=NAME[@SUBJECT][:N] (N defaults to 1). A build without the
 // tag compiles every point to nothing (killpoint_off.go) and refuses to
 // open with the variable set, so a drill cannot pass on a binary that
 // would never kill.
@@ -19,6 +20,14 @@ import (
 // records the transaction writes: ".before" once the transaction has
 // written everything and before it commits (killed there, nothing of it is
 // kept), ".after" once the commit returned (kept, but nobody was told).
+//
+// A SUBJECT counts only the hits whose step touched it, so a drill names
+// the one step it means among the many a daemon makes: for kv.batch a KV
+// namespace the batch writes (an extension's, never the engine's own
+// core.*), for kv.layout the package whose layout is recorded, for
+// result.commit the operation, for lease.write the lease, for
+// event.accept the Event's source. The webhook's ingress.ack points have
+// no subject. A SUBJECT holds no colon.
 
 // KillPointEnv names the kill point a faultinject build arms.
 const KillPointEnv = "OPEN_CONDUIT_KILL_POINT"
@@ -64,14 +73,33 @@ var KillPoints = []KillPoint{
 
 // killArm is a parsed OPEN_CONDUIT_KILL_POINT.
 type killArm struct {
-	name string
-	hit  int
+	name    string
+	subject string // empty: every hit of the point counts
+	hit     int
 }
 
-// parseKillPoint reads NAME[:N].
+// String is the point as NAME[@SUBJECT].
+func (a killArm) String() string {
+	if a.subject == "" {
+		return a.name
+	}
+	return a.name + "@" + a.subject
+}
+
+// counts reports whether a hit of point name, whose step touched
+// subjects, is one the arm counts.
+func (a killArm) counts(name string, subjects []string) bool {
+	return a.name == name && (a.subject == "" || slices.Contains(subjects, a.subject))
+}
+
+// parseKillPoint reads NAME[@SUBJECT][:N].
 func parseKillPoint(v string) (killArm, error) {
-	name, n, hasN := strings.Cut(v, ":")
-	arm := killArm{name: name, hit: 1}
+	point, n, hasN := strings.Cut(v, ":")
+	name, subject, hasSubject := strings.Cut(point, "@")
+	if hasSubject && subject == "" {
+		return killArm{}, fmt.Errorf("daemon: %s=%q: the subject after the @ is empty", KillPointEnv, v)
+	}
+	arm := killArm{name: name, subject: subject, hit: 1}
 	known := false
 	names := make([]string, len(KillPoints))
 	for i, p := range KillPoints {

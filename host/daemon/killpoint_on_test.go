@@ -5,6 +5,7 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -101,4 +102,76 @@ func TestKillingStorePassesEachStepsPoints(t *testing.T) {
 		return context.Canceled
 	}))
 	assert.Empty(t, passed)
+}
+
+// An arm's @SUBJECT counts only the hits of steps that touched it, and
+// the engine's own KV (core.*) is no extension's batch: a drill names the
+// one KV batch, layout, result or lease it means among everything a
+// daemon writes, and the Nth hit is the Nth of that subject.
+func TestKillingStoreCountsAnArmsSubjectOnly(t *testing.T) {
+	st, err := sqlite.Open(t.TempDir())
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	s := killStore(st)
+	var passed []string
+	orig := killSelf
+	killSelf = func(name string) { passed = append(passed, name) }
+	t.Cleanup(func() {
+		armed.mu.Lock()
+		armed.on = false
+		armed.mu.Unlock()
+		killSelf = orig
+	})
+	ctx := context.Background()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	put := func(ns, key string) func(tx runtime.Tx) error {
+		return func(tx runtime.Tx) error {
+			return tx.KVCommit(runtime.KVBatch{Puts: []runtime.KVPut{{Namespace: ns, Key: key, Value: []byte(`1`)}}})
+		}
+	}
+	del := func(ns, key string) func(tx runtime.Tx) error {
+		return func(tx runtime.Tx) error {
+			return tx.KVCommit(runtime.KVBatch{Deletes: []runtime.KVKey{{Namespace: ns, Key: key}}})
+		}
+	}
+	result := func(op, id string) func(tx runtime.Tx) error {
+		return func(tx runtime.Tx) error {
+			_, _, err := tx.PutToolResult(runtime.ToolResult{RequestID: id, Operation: op, Result: []byte(`{}`)})
+			return err
+		}
+	}
+	lease := func(name string) func(tx runtime.Tx) error {
+		return func(tx runtime.Tx) error {
+			_, err := tx.AcquireLease(runtime.LeaseRequest{Name: name, Holder: "daemon", Now: now, TTL: time.Minute, Supersede: true})
+			return err
+		}
+	}
+	cases := []struct {
+		arm   string
+		steps []func(tx runtime.Tx) error
+		// killed is the index of the step whose transaction passes the
+		// armed point, -1 for none.
+		killed int
+	}{
+		{"kv.batch.before@notes.index", []func(runtime.Tx) error{put("notes", "a"), put(runtime.NamespaceScheduler, "c"), put("notes.index", "b")}, 2},
+		{"kv.batch.after@notes.index:2", []func(runtime.Tx) error{put("notes.index", "a"), put("notes", "a"), del("notes.index", "a")}, 2},
+		{"kv.batch.before", []func(runtime.Tx) error{put(runtime.NamespaceScheduler, "c"), put(runtime.NamespaceRouting, "r"), put("notes", "x")}, 2},
+		{"kv.batch.before@core.scheduler", []func(runtime.Tx) error{put(runtime.NamespaceScheduler, "c")}, -1},
+		{"kv.layout.before@notes", []func(runtime.Tx) error{put(host.KVLayoutNamespace, "runner"), put(host.KVLayoutNamespace, "notes")}, 1},
+		{"result.commit.after@notes.add", []func(runtime.Tx) error{result("notes.publish", "r1"), result("notes.add", "r2")}, 1},
+		{"lease.write.before@work/w2", []func(runtime.Tx) error{lease("work/w1"), lease("work/w2")}, 1},
+	}
+	for _, tc := range cases {
+		require.NoError(t, armKillPoint([]string{KillPointEnv + "=" + tc.arm}), tc.arm)
+		point, _, _ := strings.Cut(tc.arm, "@")
+		for i, step := range tc.steps {
+			passed = nil
+			require.NoError(t, s.Transact(ctx, step), "%s, step %d", tc.arm, i)
+			if i == tc.killed {
+				assert.Equal(t, []string{point}, passed, "%s: step %d passes the point", tc.arm, i)
+			} else {
+				assert.Empty(t, passed, "%s: step %d passes nothing armed", tc.arm, i)
+			}
+		}
+	}
 }

@@ -167,7 +167,18 @@ func TestParseKillPoint(t *testing.T) {
 	arm, err = parseKillPoint(KillKVBatchBefore)
 	require.NoError(t, err)
 	assert.Equal(t, killArm{name: KillKVBatchBefore, hit: 1}, arm)
-	for _, bad := range []string{"", "lease.write", "lease.write.after:", "lease.write.after:x", "lease.write.after:01", "lease.write.after:-2"} {
+	arm, err = parseKillPoint("kv.batch.before@notes.index:2")
+	require.NoError(t, err)
+	assert.Equal(t, killArm{name: KillKVBatchBefore, subject: "notes.index", hit: 2}, arm)
+	arm, err = parseKillPoint("result.commit.after@notes.add")
+	require.NoError(t, err)
+	assert.Equal(t, killArm{name: KillResultCommitAfter, subject: "notes.add", hit: 1}, arm)
+	assert.True(t, arm.counts(KillResultCommitAfter, []string{"notes.publish", "notes.add"}))
+	assert.False(t, arm.counts(KillResultCommitAfter, []string{"notes.publish"}), "a hit of another subject")
+	assert.False(t, arm.counts(KillResultCommitAfter, nil), "a hit with no subject")
+	assert.False(t, arm.counts(KillResultCommitBefore, []string{"notes.add"}), "another point")
+	for _, bad := range []string{"", "lease.write", "lease.write.after:", "lease.write.after:x", "lease.write.after:01", "lease.write.after:-2",
+		"kv.batch.before@", "kv.batch.before@:1", "kv.batch@notes"} {
 		_, err := parseKillPoint(bad)
 		assert.Error(t, err, "%q", bad)
 	}

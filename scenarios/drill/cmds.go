@@ -47,13 +47,13 @@ func noNeg(ts *testscript.TestScript, neg bool, name string) {
 	}
 }
 
-// cmdDaemon: daemon start|restart [NAME=VALUE…] [serve flags…] | stop |
-// kill | exited.
+// cmdDaemon: daemon start|restart|dies [NAME=VALUE…] [serve flags…] |
+// stop | kill | exited.
 func cmdDaemon(ts *testscript.TestScript, neg bool, args []string) {
 	noNeg(ts, neg, "daemon")
 	s := state(ts)
 	if len(args) == 0 {
-		ts.Fatalf("usage: daemon start|restart [NAME=VALUE...] [serve flags...] | daemon stop | daemon kill | daemon exited")
+		ts.Fatalf("usage: daemon start|restart|dies [NAME=VALUE...] [serve flags...] | daemon stop | daemon kill | daemon exited")
 	}
 	switch verb, rest := args[0], args[1:]; verb {
 	case "start":
@@ -66,6 +66,8 @@ func cmdDaemon(ts *testscript.TestScript, neg bool, args []string) {
 			rest = s.lastArgs
 		}
 		ts.Check(s.start(rest))
+	case "dies":
+		ts.Check(s.dies(rest))
 	case "exited":
 		if len(rest) != 0 {
 			ts.Fatalf("usage: daemon exited (no arguments)")
@@ -81,7 +83,7 @@ func cmdDaemon(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Check(s.kill())
 		}
 	default:
-		ts.Fatalf("daemon: unknown verb %q: want start, stop, kill, restart or exited", verb)
+		ts.Fatalf("daemon: unknown verb %q: want start, stop, kill, restart, exited or dies", verb)
 	}
 }
 

@@ -127,6 +127,9 @@ func (s *script) start(args []string) error {
 	select {
 	case <-d.ready:
 	case <-d.exited:
+		if s.dying {
+			return s.diedOfKillPoint(d)
+		}
 		s.reap()
 		return fmt.Errorf("the daemon exited before it was ready (%v); its log:\n%s", d.waitErr, s.logTail())
 	case <-timer.C:

@@ -45,6 +45,10 @@
 //	daemon exited
 //		wait for the daemon to die of its own SIGKILL (a kill point of a
 //		faultinject build), recording its packages for expect none
+//	daemon dies [NAME=VALUE...] [serve flags...]
+//		start serve as daemon start does and wait, ready or not, for it
+//		to die of its own SIGKILL (a kill point it passes while it
+//		starts, such as a KV migration's); records no packages
 //	daemon restart [NAME=VALUE...] [serve flags...]
 //		stop a running daemon, then start (the last start's arguments
 //		when none are given)

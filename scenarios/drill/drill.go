@@ -77,6 +77,7 @@ type script struct {
 	orphans   []client.Package // the package processes at the last daemon kill
 	leftover  []int            // those expect none found still running
 	started   []client.Package // the package processes when the daemon got ready
+	dying     bool             // the start is daemon dies: an exit before ready is the point
 }
 
 func state(ts *testscript.TestScript) *script {
