@@ -8,6 +8,9 @@ const (
 	ActiveWaitsQuery = qActiveWaits
 )
 
+// WorksQuery is the page query of a WorkFilter.
+var WorksQuery = worksQuery
+
 // Migrations is how many migrations this build has.
 var Migrations = len(migrations)
 

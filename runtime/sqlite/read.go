@@ -343,14 +343,24 @@ func (r *reader) Work(id string) (runtime.Work, error) {
 }
 
 func (r *reader) Works(f runtime.WorkFilter) ([]runtime.Work, error) {
-	query := `SELECT ` + workCols + ` FROM works w`
-	var args []any
+	query, args := worksQuery(f)
+	return list(r, scanWork, "works", query, args...)
+}
+
+// worksQuery is the page query of a WorkFilter and its arguments.
+func worksQuery(f runtime.WorkFilter) (string, []any) {
+	query := `SELECT ` + workCols + ` FROM works w WHERE w.id > ?`
+	args := []any{f.After}
+	order := `w.id`
 	if f.CorrelationKey != "" {
-		query += ` JOIN work_keys k ON k.work_id = w.id AND k.key = ?`
-		args = append(args, f.CorrelationKey)
+		// The key's own index leads (CROSS JOIN fixes the join order), so a
+		// lookup by key costs the Work holding it, not a scan of the
+		// scope's Work, which the planner chose otherwise.
+		query = `SELECT ` + workCols + ` FROM work_keys k CROSS JOIN works w ON w.id = k.work_id
+			WHERE k.key = ? AND k.work_id > ?`
+		args = []any{f.CorrelationKey, f.After}
+		order = `k.work_id` // the same value, in the index's order
 	}
-	query += ` WHERE w.id > ?`
-	args = append(args, f.After)
 	if f.ScopeID != "" {
 		query += ` AND w.scope_id = ?`
 		args = append(args, f.ScopeID)
@@ -363,9 +373,9 @@ func (r *reader) Works(f runtime.WorkFilter) ([]runtime.Work, error) {
 		query += ` AND w.state = ?`
 		args = append(args, string(f.State))
 	}
-	query += ` ORDER BY w.id LIMIT ?`
+	query += ` ORDER BY ` + order + ` LIMIT ?`
 	args = append(args, pageLimit(f.Limit))
-	return list(r, scanWork, "works", query, args...)
+	return query, args
 }
 
 // Executions.

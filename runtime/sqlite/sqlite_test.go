@@ -78,15 +78,24 @@ func TestPageReadsUseTheirIndexes(t *testing.T) {
 	dir := t.TempDir()
 	openStore(t, dir)
 	db := rawDB(t, dir)
-	for name, c := range map[string]struct{ query, want string }{
-		"scope events": {sqlite.ScopeEventsQuery, "USING INDEX events_by_scope (scope_id=? AND sequence>?)"},
-		"work events":  {sqlite.WorkEventsQuery, "USING PRIMARY KEY (work_id=? AND sequence>?)"},
-		"changes":      {sqlite.ChangesQuery, "USING INTEGER PRIMARY KEY (rowid>?)"},
-		"active waits": {sqlite.ActiveWaitsQuery, "USING INDEX waits_one_active (work_id>?)"},
+	// Routing looks open Work up by key in the scope on every match.
+	byKey, byKeyArgs := sqlite.WorksQuery(runtime.WorkFilter{ScopeID: "s", CorrelationKey: "k", Limit: 100})
+	for name, c := range map[string]struct {
+		query, want string
+		args        []any
+	}{
+		"scope events":      {query: sqlite.ScopeEventsQuery, want: "USING INDEX events_by_scope (scope_id=? AND sequence>?)"},
+		"work events":       {query: sqlite.WorkEventsQuery, want: "USING PRIMARY KEY (work_id=? AND sequence>?)"},
+		"changes":           {query: sqlite.ChangesQuery, want: "USING INTEGER PRIMARY KEY (rowid>?)"},
+		"active waits":      {query: sqlite.ActiveWaitsQuery, want: "USING INDEX waits_one_active (work_id>?)"},
+		"scope work by key": {query: byKey, want: "SEARCH k USING PRIMARY KEY (key=? AND work_id>?)", args: byKeyArgs},
 	} {
-		args := []any{"x", 0, 100}
-		if strings.Count(c.query, "?") == 2 {
-			args = args[1:]
+		args := c.args
+		if args == nil {
+			args = []any{"x", 0, 100}
+			if strings.Count(c.query, "?") == 2 {
+				args = args[1:]
+			}
 		}
 		rows, err := db.Query(`EXPLAIN QUERY PLAN `+c.query, args...)
 		require.NoError(t, err, name)
