@@ -143,7 +143,7 @@ var criteria = []Criterion{
 	{
 		ID:      "cancellation/honoured",
 		Title:   "Cancellation honoured",
-		Checks:  "a $/cancel for an in-flight request stops its handler within 5 s: with its call to the host held unanswered, the package cancels that call or answers cancelled (-32800); a cancelled executor.wait is answered cancelled or never; the package keeps serving",
+		Checks:  "a $/cancel for an in-flight request stops its handler: with its call to the host held unanswered, the package cancels that call or answers cancelled (-32800) within 5 s, and in the 250 ms after it makes no other host call and gives no other answer; a cancelled executor.wait is answered cancelled or never; the package keeps serving",
 		Section: sectionCancellation,
 		Applies: declares("the manifest declares no operation and no executor", func(m *protocol.Manifest) bool {
 			return len(m.Provides.Operations) > 0 || len(m.Provides.Executors) > 0
@@ -275,7 +275,7 @@ var criteria = []Criterion{
 	{
 		ID:      "lifecycle/shutdown",
 		Title:   "Shutdown",
-		Checks:  "after shutdown the package answers new requests shutting_down (also those sent while shutdown waits on an in-flight executor.wait), finishes or cancels in-flight work, and exits before the host's grace period ends",
+		Checks:  "after shutdown the package answers new requests shutting_down, finishes or cancels in-flight work, and exits before the host's grace period ends; with an executor.wait in flight on a run certification holds open, requests sent one after another are judged by their order on the wire: none written after the package refused one or answered shutdown is served, and one is refused before shutdown is answered",
 		Section: sectionLifecycle,
 		Check:   conformance.CheckPackageShutdown,
 	},

@@ -26,6 +26,7 @@ import (
 // bundled notes and runner, must pass everything that applies to it.
 var weakened = map[string]string{
 	"weak-blind-retry":       "kv/atomicity",
+	"weak-cancel-goes-on":    "cancellation/honoured",
 	"weak-check-shape":       "checks/shape",
 	"weak-drifting-next":     "transactions/deadline",
 	"weak-echo-validate":     "validate/answers",

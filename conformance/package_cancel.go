@@ -21,6 +21,13 @@ var CancelBound = 5 * time.Second
 // in flight before certification cancels it.
 const executorWaitSettle = 200 * time.Millisecond
 
+// CancelSettle is how long certification keeps watching a cancelled
+// handler once the package showed it stopped (it cancelled its pending
+// host call or answered cancelled): a handler that stopped makes no host
+// call after $/cancel and answers nothing but cancelled, so the verdict
+// rests on what the handler did in that time, not on when it did it.
+var CancelSettle = 250 * time.Millisecond
+
 // cancelOutcome is what one cancelled request showed.
 type cancelOutcome int
 
@@ -37,7 +44,10 @@ const (
 // call the package makes unanswered: once the handler waits on its host
 // call, certification cancels the request, and within CancelBound the
 // package must show the handler stopped, by cancelling its pending host
-// call or answering cancelled; a handler that keeps waiting fails. An
+// call or answering cancelled; a handler that keeps waiting fails. The
+// verdict then waits CancelSettle more and rests on what the handler did:
+// a host call made after $/cancel, or an answer other than cancelled,
+// says it went on, however soon it showed a sign of stopping. An
 // executor.wait on a run in progress is cancelled the same way: it must
 // be answered cancelled, or not at all even once the run is stopped. A
 // check that could cancel nothing in flight because the package refused
@@ -188,25 +198,24 @@ wait:
 	}
 	cancel() // sends $/cancel for the request
 	<-answered
+	// First a sign that the handler stopped, within CancelBound: its
+	// answer, or its own $/cancel of the host call it waits on.
 	bound := time.NewTimer(CancelBound)
 	defer bound.Stop()
-	for {
+	var sign string
+	for sign == "" {
 		changed := d.WireChanged()
 		msgs := decodeWire(d.Wire(), from)
 		if ans := answerTo(msgs, reqID); ans != nil {
-			switch {
-			case ans.Error != nil && ans.Error.Code == jsonrpc.CodeCancelled:
-				return cancelStopped, "answered cancelled (-32800)", at
-			case ans.Error != nil:
-				return cancelKeptRunning, fmt.Sprintf("after $/cancel it answered error %d (%s), not cancelled (%d)", ans.Error.Code, clip(ans.Error.Message, 160), jsonrpc.CodeCancelled), at
-			case pending != nil:
-				return cancelKeptRunning, fmt.Sprintf("after $/cancel it answered with a result, though its %s was still unanswered", pending.Method), at
-			default:
-				return cancelKeptRunning, "after $/cancel it answered with a result", at
+			if kept, why := keptRunningAnswer(ans, pending); kept {
+				return cancelKeptRunning, why, at
 			}
+			sign = "answered cancelled (-32800)"
+			break
 		}
 		if pending != nil && cancelledCallback(msgs, string(pending.ID)) {
-			return cancelStopped, fmt.Sprintf("cancelled its pending %s", pending.Method), at
+			sign = fmt.Sprintf("cancelled its pending %s", pending.Method)
+			break
 		}
 		select {
 		case <-changed:
@@ -219,6 +228,72 @@ wait:
 			return cancelKeptRunning, "the check ended: " + ctx.Err().Error(), at
 		}
 	}
+	// Then CancelSettle in which the handler, had it not stopped, would
+	// go on: a host call made after $/cancel, or an answer other than
+	// cancelled, says it did not.
+	after := cancelLine(decodeWire(d.Wire(), from), reqID)
+	watch := time.NewTimer(CancelSettle)
+	defer watch.Stop()
+	for {
+		changed := d.WireChanged()
+		msgs := decodeWire(d.Wire(), from)
+		if cb := firstCallbackFrom(msgs, after); cb != nil {
+			return cancelKeptRunning, fmt.Sprintf("%s, then called the host again (%s %s): its handler went on after $/cancel", sign, cb.Method, clip(string(cb.Params), 120)), cb.index
+		}
+		if ans := answerTo(msgs, reqID); ans != nil {
+			if kept, why := keptRunningAnswer(ans, pending); kept {
+				return cancelKeptRunning, sign + "; then " + why, at
+			}
+		}
+		select {
+		case <-changed:
+		case <-watch.C:
+			return cancelStopped, sign, at
+		case <-ctx.Done():
+			return cancelKeptRunning, "the check ended: " + ctx.Err().Error(), at
+		}
+	}
+}
+
+// keptRunningAnswer says whether an answer to a cancelled request shows
+// its handler went on: anything but cancelled (-32800).
+func keptRunningAnswer(ans *wireMessage, pending *wireMessage) (bool, string) {
+	switch {
+	case ans.Error != nil && ans.Error.Code == jsonrpc.CodeCancelled:
+		return false, ""
+	case ans.Error != nil:
+		return true, fmt.Sprintf("after $/cancel it answered error %d (%s), not cancelled (%d)", ans.Error.Code, clip(ans.Error.Message, 160), jsonrpc.CodeCancelled)
+	case pending != nil:
+		return true, fmt.Sprintf("after $/cancel it answered with a result, though its %s was still unanswered", pending.Method)
+	}
+	return true, "after $/cancel it answered with a result"
+}
+
+// cancelLine is the index in msgs of the host's $/cancel for request id
+// (len(msgs) when it is not there).
+func cancelLine(msgs []wireMessage, id string) int {
+	for i, m := range msgs {
+		if !m.fromExtension && m.json && m.Method == "$/cancel" && !m.request() {
+			var p struct {
+				ID json.RawMessage `json:"id"`
+			}
+			if json.Unmarshal(m.Params, &p) == nil && string(p.ID) == id {
+				return i
+			}
+		}
+	}
+	return len(msgs)
+}
+
+// firstCallbackFrom is the first call the package made to the host in
+// msgs[i:].
+func firstCallbackFrom(msgs []wireMessage, i int) *wireMessage {
+	for ; i < len(msgs); i++ {
+		if m := msgs[i]; m.fromExtension && m.json && m.request() {
+			return &msgs[i]
+		}
+	}
+	return nil
 }
 
 // requestOf is the id of the host's request of method whose params hold

@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
+	"sync"
 	"time"
 
 	"github.com/open-conduit/open-conduit/protocol"
@@ -164,91 +167,62 @@ func clipBytes(s string, n int) string {
 	return s[:n]
 }
 
-// shutdownPolls is how many requests in a row, sent while shutdown waits
-// on in-flight work, may be served before the package is taken to serve
-// after shutdown.
-const shutdownPolls = 5
+// shutdownRefusals is how many requests in a row certification has the
+// package refuse shutting_down, while shutdown waits on the in-flight
+// work it holds, before it lets that work end: one refusal shows
+// shutdown begun, the next ones that it stays begun.
+const shutdownRefusals = 3
+
+// shutdownPollPause paces the requests certification sends while
+// shutdown is unanswered: it bounds the load a package that never
+// refuses is put under, and decides no verdict.
+const shutdownPollPause = time.Millisecond
 
 // CheckPackageShutdown sends shutdown to a spare process after its
 // handshake: the package must answer it, refuse a new request with
 // shutting_down (or have exited already) and exit on its own, with its
 // stdin still open, within PackageExitBound of answering. When it declares
-// an executor, an executor.wait is in flight as shutdown arrives: it must
-// be answered (finished or cancelled), never dropped by the exit, and the
-// requests sent while shutdown waits on it must be refused shutting_down
-// (up to shutdownPolls served in a row are taken as racing shutdown's
-// start).
+// an executor and speaks over a stream, an executor.wait is in flight as
+// shutdown arrives, on a run certification holds until it lets it end:
+// the wait must be answered (finished or cancelled), never dropped by the
+// exit. Meanwhile certification sends requests one after another. The
+// verdict rests on the wire's order alone, no clock: a request written
+// after the package refused one shutting_down, or after it answered
+// shutdown, must not be served; and the package must refuse one before
+// it answers shutdown (the held run cannot end first). A request written
+// before the package showed either may race shutdown's start and be
+// served.
 func CheckPackageShutdown(ctx context.Context, d PackageDriver) error {
 	return withSpare(ctx, d, func(p RawPackage) error {
 		if err := handshake(ctx, d, p); err != nil {
 			return fmt.Errorf("before shutdown: %w", err)
 		}
-		var inflight chan error
-		if execs := d.Manifest().Provides.Executors; len(execs) > 0 {
-			run := newRun(d, execs[0].Name, fmt.Sprintf("shutdown-%d", time.Now().UnixNano()), cmdShort)
-			if err := run.start(ctx, p, cmdShort); err != nil {
-				return fmt.Errorf("before shutdown: %w", err)
-			}
-			from := len(d.Wire())
-			inflight = make(chan error, 1)
-			go func() {
-				inflight <- p.Call(ctx, "executor.wait", protocol.ExecutorWaitParams{Executor: run.executor, RunID: run.runID}, nil)
-			}()
-			// Shutdown must follow the wait on the stream: the wire records
-			// a line as it is written, in order.
-			if err := awaitSent(ctx, d, from, "executor.wait"); err != nil {
-				return fmt.Errorf("before shutdown: %w", err)
-			}
-		}
-		var errs []error
 		// Requests have an order only on a stream: in process, "after
 		// shutdown" is not defined while shutdown is in flight, so only the
 		// request after its answer is asked there.
 		_, stream := p.(RawStdin)
-		if inflight == nil || !stream {
+		execs := d.Manifest().Provides.Executors
+		var errs []error
+		if len(execs) == 0 || !stream {
 			if err := p.Call(ctx, "shutdown", protocol.Empty{}, nil); err != nil {
 				return fmt.Errorf("shutdown was not answered: %w", err)
 			}
 		} else {
-			// Shutdown waits on the executor.wait, so the package is still
-			// there to answer: ask it again and again until it refuses.
-			// A request can race shutdown's own start (a package may serve
-			// it as read before), so one served is no verdict; served
-			// shutdownPolls times in a row, none refused, is.
-			shut := make(chan error, 1)
-			from := len(d.Wire())
-			go func() { shut <- p.Call(ctx, "shutdown", protocol.Empty{}, nil) }()
-			// Each request of the loop is written after shutdown.
-			if err := awaitSent(ctx, d, from, "shutdown"); err != nil {
-				return err
+			held, err := holdRun(ctx, d, p, execs[0].Name)
+			if err != nil {
+				return fmt.Errorf("before shutdown: %w", err)
 			}
-			served, refused, answered := 0, false, false
-			var shutErr error
-			for !refused && !answered && served < shutdownPolls {
-				err := p.Call(ctx, "configure", d.ConfigureParams(), nil)
+			defer held.release()
+			errs = append(errs, shutdownWhileHeld(ctx, d, p, held)...)
+			if held.wait != nil {
 				select {
-				case shutErr = <-shut:
-					answered = true
-				default:
+				case err := <-held.wait:
+					if !serving(err) {
+						errs = append(errs, fmt.Errorf("the executor.wait in flight at shutdown was never answered: %v", err))
+					}
+				case <-time.After(PackageExitBound):
+					errs = append(errs, errors.New("the executor.wait in flight at shutdown was never answered"))
 				}
-				switch {
-				case err == nil && !answered:
-					served++
-				case errors.Is(err, protocol.ErrShuttingDown):
-					refused = true
-				case err != nil && !errors.Is(err, jsonrpc.ErrTransport) && !answered:
-					errs = append(errs, fmt.Errorf("a request while shutdown waited on in-flight work was refused with %s, not %s: %v", protocol.CodeOf(err), protocol.CodeShuttingDown, err))
-					refused = true
-				}
-			}
-			if served >= shutdownPolls {
-				errs = append(errs, fmt.Errorf("%d requests sent one after another after shutdown, while it waited on in-flight work, were all served; new requests must be refused shutting_down", served))
-			}
-			if !answered {
-				shutErr = <-shut
-			}
-			if shutErr != nil {
-				return errors.Join(append(errs, fmt.Errorf("shutdown was not answered: %w", shutErr))...)
 			}
 		}
 		err := p.Call(ctx, "configure", d.ConfigureParams(), nil)
@@ -262,18 +236,136 @@ func CheckPackageShutdown(ctx context.Context, d PackageDriver) error {
 		if !waitExit(ctx, p, PackageExitBound) {
 			errs = append(errs, fmt.Errorf("the package did not exit within %v of shutdown", PackageExitBound))
 		}
-		if inflight != nil {
-			select {
-			case err := <-inflight:
-				if !serving(err) {
-					errs = append(errs, fmt.Errorf("the executor.wait in flight at shutdown was never answered: %v", err))
-				}
-			case <-time.After(PackageExitBound):
-				errs = append(errs, errors.New("the executor.wait in flight at shutdown was never answered"))
-			}
-		}
 		return errors.Join(errs...)
 	})
+}
+
+// heldRun is an executor run certification holds open: its command
+// waits for a file certification creates when it releases the run, then
+// removes the file's directory.
+type heldRun struct {
+	dir  string
+	wait chan error // the answer to the executor.wait in flight on it
+	once sync.Once
+}
+
+// release lets the run end.
+func (h *heldRun) release() {
+	h.once.Do(func() { _ = os.WriteFile(filepath.Join(h.dir, "release"), nil, 0o644) })
+}
+
+// holdRun starts a held run on executor and an executor.wait on it, and
+// returns once the wait is on the wire.
+func holdRun(ctx context.Context, d PackageDriver, p RawPackage, executor string) (*heldRun, error) {
+	dir, err := os.MkdirTemp("", "certify-shutdown-")
+	if err != nil {
+		return nil, err
+	}
+	h := &heldRun{dir: dir}
+	// The run removes its directory once released, so a run an executor
+	// leaves behind is not left waiting.
+	cmd := fmt.Sprintf("until [ -e '%s' ]; do sleep 0.05; done; rm -rf '%s'; exit 0", filepath.Join(dir, "release"), dir)
+	run := newRun(d, executor, fmt.Sprintf("shutdown-%d", time.Now().UnixNano()), cmd)
+	if err := run.start(ctx, p, cmd); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	from := len(d.Wire())
+	h.wait = make(chan error, 1)
+	go func() {
+		h.wait <- p.Call(ctx, "executor.wait", protocol.ExecutorWaitParams{Executor: run.executor, RunID: run.runID}, nil)
+	}()
+	// Shutdown must follow the wait on the stream: the wire records a
+	// line as it is written, in order.
+	if err := awaitSent(ctx, d, from, "executor.wait"); err != nil {
+		h.release()
+		return nil, err
+	}
+	return h, nil
+}
+
+// shutdownWhileHeld sends shutdown while held's wait is in flight and
+// requests after it, one after another, and judges them by their order
+// on the wire. It returns once shutdown is answered.
+func shutdownWhileHeld(ctx context.Context, d PackageDriver, p RawPackage, held *heldRun) []error {
+	var errs []error
+	shut := make(chan error, 1)
+	from := len(d.Wire())
+	go func() { shut <- p.Call(ctx, "shutdown", protocol.Empty{}, nil) }()
+	if err := awaitSent(ctx, d, from, "shutdown"); err != nil {
+		return []error{err}
+	}
+	// bound ends the asking for a package that neither refuses nor
+	// answers: by then the host would have sent SIGTERM and SIGKILL.
+	bound := time.NewTimer(protocol.HostShutdownGrace + PackageExitBound)
+	defer bound.Stop()
+	served, refused, servedAfter := 0, 0, 0
+	shutDown := false // it refused one: every request from here is refused
+	answered := func() (error, bool) {
+		select {
+		case err := <-shut:
+			return err, true
+		default:
+			return nil, false
+		}
+	}
+	for {
+		if err, ok := answered(); ok {
+			if err != nil {
+				return append(errs, fmt.Errorf("shutdown was not answered: %w", err))
+			}
+			if refused == 0 {
+				errs = append(errs, fmt.Errorf("it answered shutdown having served all %d requests written after it while it waited on in-flight work, refusing none; new requests must be refused shutting_down", served))
+			}
+			return errs
+		}
+		if refused >= shutdownRefusals {
+			// Shutdown has begun and stayed begun: let the held work end
+			// and wait for the answer, asking nothing more.
+			held.release()
+			select {
+			case err := <-shut:
+				if err != nil {
+					return append(errs, fmt.Errorf("shutdown was not answered: %w", err))
+				}
+				return errs
+			case <-bound.C:
+				return append(errs, fmt.Errorf("shutdown was not answered within %v of being sent, though the in-flight run it waited on was let end", protocol.HostShutdownGrace+PackageExitBound))
+			}
+		}
+		err := p.Call(ctx, "configure", d.ConfigureParams(), nil)
+		switch {
+		case err == nil && shutDown:
+			if servedAfter++; servedAfter == 1 {
+				errs = append(errs, errors.New("a request written after the package had refused one shutting_down was served; once shutdown has begun every new request must be refused"))
+			}
+		case err == nil:
+			served++
+		case errors.Is(err, protocol.ErrShuttingDown):
+			refused++
+			shutDown = true
+		case errors.Is(err, jsonrpc.ErrTransport):
+			// The package exited: its answer to shutdown decides.
+			held.release()
+			if err := <-shut; !serving(err) {
+				return append(errs, fmt.Errorf("shutdown was not answered: %w", err))
+			}
+			if refused == 0 {
+				errs = append(errs, fmt.Errorf("it exited having served all %d requests written after shutdown while it waited on in-flight work, refusing none", served))
+			}
+			return errs
+		default:
+			errs = append(errs, fmt.Errorf("a request while shutdown waited on in-flight work was refused with %s, not %s: %v", protocol.CodeOf(err), protocol.CodeShuttingDown, err))
+			shutDown = true
+			refused++
+		}
+		select {
+		case <-time.After(shutdownPollPause):
+		case <-bound.C:
+			held.release()
+			return append(errs, fmt.Errorf("shutdown was not answered within %v of being sent (%d requests written after it served, %d refused)", protocol.HostShutdownGrace+PackageExitBound, served, refused))
+		}
+	}
 }
 
 // awaitSent waits until the wire shows a request of method sent after

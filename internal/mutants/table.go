@@ -382,6 +382,14 @@ var sdkMutants = []Mutant{
 		},
 	},
 	{
+		// Refusing one request and serving the next passed while the check
+		// stopped asking at the first refusal.
+		Name: "sdk/serves-every-other-after-shutdown", Package: "runner", Caught: "lifecycle/shutdown",
+		Breaks: "once shutdown has begun, every new request is refused shutting_down",
+		Edits: []Edit{edit(sdkServer, `if s.state == stateShutdown && seq != 0 && seq < s.shutdownSeq {`,
+			`if s.state == stateShutdown && seq != 0 && (seq < s.shutdownSeq || seq%2 == 0) {`)},
+	},
+	{
 		Name: "sdk/unknown-method-invalid", Package: "runner", Caught: "wire/method-not-found",
 		Breaks: "an unknown method is answered -32601",
 		Edits: []Edit{edit(sdkServer, `return nil, protocol.Errorf(protocol.CodeMethodNotFound, "method %q is not one an extension serves", method)`,
