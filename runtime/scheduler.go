@@ -408,11 +408,13 @@ func (e *Engine) recoverRun(ctx context.Context, a *attempt) (RunHandle, error) 
 // stopAndRetry stops a run that could not be adopted and, once the stop
 // is confirmed, ends the attempt as stopped, which retries the Work. A
 // stop that fails leaves the attempt as it is for an operator: nothing
-// retries a run that may still be going. An executor without Stop cannot
-// confirm anything; its run is taken as ended.
+// retries a run that may still be going. An executor without Stop, or
+// whose Stop is ErrUnsupported (an adapter's for an executor that declares
+// no stop, such as one whose runs end with its process), cannot confirm
+// anything; its run is taken as ended.
 func (e *Engine) stopAndRetry(ctx context.Context, a *attempt, cause error) {
 	if s, ok := a.executor.(Stopper); ok {
-		if err := s.Stop(ctx, a.exec.ID, a.exec.Epoch); err != nil {
+		if err := s.Stop(ctx, a.exec.ID, a.exec.Epoch); err != nil && !errors.Is(err, ErrUnsupported) {
 			e.release(a.pool)
 			e.report(fmt.Errorf("execution %s: stop after %v: %w", a.exec.ID, cause, err))
 			return
