@@ -85,14 +85,21 @@ func faultinjectBinary(t *testing.T) string {
 }
 
 // TestSoak kills the daemon with SIGKILL 20 times under webhook load from
-// four senders and wants every acknowledged delivery stored once, nothing
-// accepted twice and the store intact. open-conduit drill soak runs more.
+// four senders, with operation Works calling notes.add under request IDs
+// through it, and wants every acknowledged delivery stored once, nothing
+// accepted twice, every acknowledged operation's effect made exactly
+// once and the store intact. open-conduit drill soak runs more.
 func TestSoak(t *testing.T) {
 	rep, err := drill.Soak(t.Context(), drill.SoakOptions{Binary: filepath.Join(binDir, "open-conduit"), Rounds: 20})
 	require.NoError(t, err)
-	t.Logf("seed %d: %d kills, sent %d, acknowledged %d (%d deliveries), stored %d, lost %d, duplicated %d, integrity %s, %.1fs",
-		rep.Seed, rep.Kills, rep.Sent, rep.Acknowledged, rep.Deliveries, rep.Stored, rep.Lost, rep.Duplicated, rep.Integrity, rep.Elapsed)
+	t.Logf("seed %d: %d kills, sent %d, acknowledged %d (%d deliveries), stored %d, lost %d, duplicated %d, integrity %s; "+
+		"operations: %d Works (%d settled), %d acknowledged, %d effects, %d lost, %d twice; %.1fs",
+		rep.Seed, rep.Kills, rep.Sent, rep.Acknowledged, rep.Deliveries, rep.Stored, rep.Lost, rep.Duplicated, rep.Integrity,
+		rep.OpWorks, rep.OpSettled, rep.OpAcknowledged, rep.OpEffects, rep.OpLost, rep.OpTwice, rep.Elapsed)
 	assert.Equal(t, 20, rep.Kills+rep.KillPointKills, "every round ended in a kill")
+	assert.Positive(t, rep.OpAcknowledged, "some operation was acknowledged at all")
+	assert.Zero(t, rep.OpLost, "every acknowledged operation's effect is kept")
+	assert.Zero(t, rep.OpTwice, "no operation's effect happened twice")
 	assert.Positive(t, rep.Acknowledged, "the load was acknowledged at all")
 	assert.Equal(t, rep.Deliveries, rep.Stored, "every acknowledged delivery is stored")
 	assert.Zero(t, rep.Lost)

@@ -31,9 +31,12 @@ it needs a faultinject build), 2 for a usage error.
 
 const drillSoakDetails = `Loads a daemon with signed webhooks from several senders while it is
 killed with SIGKILL at random moments (and, on a faultinject build, at each
-kill point in turn) and restarted, round after round; then checks that every
-webhook answered 2xx is in the store, none was accepted twice, and the
-store passes its integrity check. Prints a line per round and the counts.
+kill point in turn) and restarted, round after round; one delivery in eight
+also makes Work whose run calls notes.add through the toolbelt under a
+request ID, retried under the same ID when a kill cuts it short. Then checks
+that every webhook answered 2xx is in the store, none was accepted twice,
+every acknowledged operation's effect happened exactly once, and the store
+passes its integrity check. Prints a line per round and the counts.
 
 flags:
   --rounds N	how many kills (default 200)
@@ -43,8 +46,8 @@ flags:
 		NAME:N) for every other round, killed from inside (a faultinject
 		build only; its default is the points a webhook passes)
   --json	print the report as JSON
-Exit status: 0 when nothing was lost or duplicated, 1 otherwise, 2 for a
-usage error.
+Exit status: 0 when nothing was lost or duplicated and no operation's effect
+happened twice, 1 otherwise, 2 for a usage error.
 `
 
 // drillBinary is the executable the drills start: this one.
@@ -182,6 +185,8 @@ func drillSoakCommand(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "sent %d: %d acknowledged, %d refused, %d without an answer\n", rep.Sent, rep.Acknowledged, rep.Refused, rep.NoAnswer)
 		fmt.Fprintf(stdout, "deliveries acknowledged %d, stored %d, lost %d; events %d, duplicated %d; integrity %s\n",
 			rep.Deliveries, rep.Stored, rep.Lost, rep.Events, rep.Duplicated, rep.Integrity)
+		fmt.Fprintf(stdout, "operations: %d Works (%d settled, %d retried), %d acknowledged, %d effects, %d lost, %d twice\n",
+			rep.OpWorks, rep.OpSettled, rep.OpRetried, rep.OpAcknowledged, rep.OpEffects, rep.OpLost, rep.OpTwice)
 		for _, u := range rep.Unexpected {
 			fmt.Fprintf(stdout, "unexpected: %s\n", u)
 		}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -17,6 +19,7 @@ import (
 	"time"
 
 	"github.com/open-conduit/open-conduit/client"
+	"github.com/open-conduit/open-conduit/extensions/agent"
 	"github.com/open-conduit/open-conduit/extensions/notes"
 	"github.com/open-conduit/open-conduit/host/daemon"
 )
@@ -77,14 +80,33 @@ type SoakReport struct {
 	Unexpected []string `json:"unexpected,omitempty"`
 	// Integrity is the doctor's store check (PRAGMA integrity_check) on the
 	// last daemon: "ok" or its detail.
-	Integrity string  `json:"integrity"`
-	Elapsed   float64 `json:"elapsed_seconds"`
+	Integrity string `json:"integrity"`
+	// The operations: each delivery tagged "op" makes a Work whose run
+	// (the agent) calls notes.add under its request ID, through the
+	// toolbelt, while the daemon is killed around it; a killed attempt is
+	// retried under the same request ID. OpWorks counts those Works (one
+	// request ID each), OpSettled those that ended before the check and
+	// OpRetried those run more than once (a kill cut an attempt short);
+	// OpAcknowledged the request IDs a call was answered for; OpEffects
+	// the notes notes.add indexed (its KV). OpLost counts acknowledged
+	// calls whose note is missing, OpTwice the effects beyond one per
+	// request ID (a note no request ID accounts for, or one request ID
+	// answered with two notes).
+	OpWorks        int     `json:"op_works"`
+	OpSettled      int     `json:"op_settled"`
+	OpRetried      int     `json:"op_retried"`
+	OpAcknowledged int     `json:"op_acknowledged"`
+	OpEffects      int     `json:"op_effects"`
+	OpLost         int     `json:"op_lost"`
+	OpTwice        int     `json:"op_twice"`
+	Elapsed        float64 `json:"elapsed_seconds"`
 }
 
 // Passed reports whether nothing acknowledged was lost, nothing was
 // accepted twice, nothing unexpected was answered and the store is intact.
 func (r SoakReport) Passed() bool {
-	return r.Lost == 0 && r.Duplicated == 0 && len(r.Unexpected) == 0 && r.Integrity == "ok" && r.Acknowledged > 0
+	return r.Lost == 0 && r.Duplicated == 0 && len(r.Unexpected) == 0 && r.Integrity == "ok" && r.Acknowledged > 0 &&
+		r.OpLost == 0 && r.OpTwice == 0
 }
 
 // DefaultKillPoints are the kill points a webhook delivery's life passes,
@@ -97,11 +119,24 @@ var DefaultKillPoints = []string{
 // HasKillPoints reports whether bin was built with -tags faultinject.
 func HasKillPoints(bin string) bool { return hasTag(bin, "faultinject") }
 
-// soakConfig serves notes' signed webhook in scope soak.
+// soakConfig serves notes' signed webhook in scope soak, and routes the
+// notes tagged "op" to Work the agent runs: one notes.add through the
+// toolbelt, under the agent's request ID for it (<work id>/0), which a
+// retried attempt calls again.
 const soakConfig = `{
   "connections": [{"name": "hook", "type": "notes-webhook", "secret_refs": {"secret": "env:` + SecretEnv + `"}}],
-  "scopes": [{"id": "soak", "connections": ["hook"], "entries": [{"id": "inbox", "type": "notes", "connection": "hook"}]}]
+  "scopes": [{"id": "soak", "connections": ["hook"], "entries": [{"id": "inbox", "type": "notes", "connection": "hook"}],
+    "routes": [{"handler": "notes", "kind": "notes-review", "binding": "` + soakOpsBinding + `", "config": {"tag": "op"}}],
+    "bindings": [{"name": "` + soakOpsBinding + `", "executor": "agent", "toolbelt": true, "operations": ["notes.add"],
+      "executor_config": {"script": [{"call": "notes.add", "input": {"title": "soak"}}]}}]
+  }]
 }`
+
+// soakOpsBinding is the binding of the soak's operation Works.
+const soakOpsBinding = "ops"
+
+// soakOpEvery: one new note in soakOpEvery is tagged "op".
+const soakOpEvery = 8
 
 // Soak loads the daemon with signed webhooks from several senders while
 // it is killed with SIGKILL at random moments (and, given KillPoints, at
@@ -149,6 +184,13 @@ func Soak(ctx context.Context, opts SoakOptions) (SoakReport, error) {
 		return rep, err
 	}
 	if err := os.WriteFile(filepath.Join(nd, "open-conduit-extension.json"), bundled[notes.Name](), 0o644); err != nil {
+		return rep, err
+	}
+	ad := filepath.Join(s.configDir, "extensions", agent.Name)
+	if err := os.MkdirAll(ad, 0o755); err != nil {
+		return rep, err
+	}
+	if err := os.WriteFile(filepath.Join(ad, "open-conduit-extension.json"), agent.Extension().Manifest, 0o644); err != nil {
 		return rep, err
 	}
 	defer s.shutdown()
@@ -210,6 +252,9 @@ func Soak(ctx context.Context, opts SoakOptions) (SoakReport, error) {
 		return rep, fmt.Errorf("the final start: %w", err)
 	}
 	if err := ledger.verify(s, &rep); err != nil {
+		return rep, err
+	}
+	if err := verifyOps(s, &rep); err != nil {
 		return rep, err
 	}
 	if err := s.stop(); err != nil {
@@ -286,9 +331,12 @@ func (s *script) load(url string, round, senders, killAfter int, atPoint bool, s
 				} else {
 					n++
 					id = fmt.Sprintf("r%d-s%d-%d", round, i, n)
+					if rng.IntN(soakOpEvery) == 0 {
+						id += opSuffix
+					}
 					pending = append(pending, id)
 				}
-				body := fmt.Sprintf(`{"notes":[{"id":%q,"rev":"1","title":"soak"}]}`, id)
+				body := soakBody(id)
 				mu.Lock()
 				sent++
 				due := sent == killAfter
@@ -439,4 +487,198 @@ func (l *ledger) verify(s *script, rep *SoakReport) error {
 		}
 	}
 	return nil
+}
+
+// opSuffix ends the ID of a note whose delivery makes an operation Work.
+const opSuffix = "-op"
+
+// soakBody is the delivery of note id: the same content every time it
+// is sent, tagged "op" when the note makes an operation Work.
+func soakBody(id string) string {
+	if strings.HasSuffix(id, opSuffix) {
+		return fmt.Sprintf(`{"notes":[{"id":%q,"rev":"1","title":"soak","tags":["op"]}]}`, id)
+	}
+	return fmt.Sprintf(`{"notes":[{"id":%q,"rev":"1","title":"soak"}]}`, id)
+}
+
+// verifyOps lets the running daemon settle the operation Works (each
+// ends once its notes.add was answered, or its attempts ran out), then
+// counts, from the agent's transcript and notes' KV, the acknowledged
+// calls, their effects, those lost and those made twice.
+func verifyOps(s *script, rep *SoakReport) error {
+	settle, stop := s.ctx()
+	works, err := settleOps(settle, s.c)
+	stop()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := s.ctx()
+	defer cancel()
+	acked, err := acknowledgedOps(filepath.Join(s.stateDir, "executors", agent.Name, agent.TranscriptFile))
+	if err != nil {
+		return err
+	}
+	effects := map[string]bool{}
+	count := -1
+	after := ""
+	for {
+		page, err := s.c.KV(ctx, client.KVQuery{Package: notes.Name, Namespace: notes.NamespaceIndex, After: after, Limit: client.MaxPageLimit})
+		if err != nil {
+			return err
+		}
+		for _, e := range page.Entries {
+			if id, ok := strings.CutPrefix(e.Key, "note/"); ok {
+				effects[id] = true
+			} else if e.Key == "count" {
+				var c struct {
+					Notes int `json:"notes"`
+				}
+				if err := json.Unmarshal(e.Value, &c); err != nil {
+					return fmt.Errorf("notes' note count: %w", err)
+				}
+				count = c.Notes
+			}
+		}
+		if page.Next == "" {
+			break
+		}
+		after = page.Next
+	}
+	attempts := map[string]int{}
+	for _, w := range works {
+		xs, err := s.c.Executions(ctx, w.ID)
+		if err != nil {
+			return err
+		}
+		attempts[w.ID] = len(xs)
+	}
+	countOps(rep, works, attempts, acked, effects, count)
+	return nil
+}
+
+// countOps fills the report's operation counts: works are the operation
+// Works with their attempts, acked the notes each request ID's calls were
+// answered with, effects the notes indexed and count notes' own count of
+// them (-1 for none).
+func countOps(rep *SoakReport, works []client.Work, attempts map[string]int, acked map[string][]string, effects map[string]bool, count int) {
+	rep.OpWorks = len(works)
+	expected := map[string]string{} // note ID -> the request ID whose note it is
+	for _, w := range works {
+		if terminalWork(w.State) {
+			rep.OpSettled++
+		}
+		if attempts[w.ID] > 1 {
+			rep.OpRetried++
+		}
+		req := w.ID + "/0"
+		expected[notes.AddedNoteID(req)] = req
+	}
+	rep.OpEffects = len(effects)
+	if len(effects) > 0 && count != len(effects) {
+		rep.Unexpected = append(rep.Unexpected, fmt.Sprintf("notes counts %d notes, its index holds %d", count, len(effects)))
+	}
+	for _, id := range slices.Sorted(maps.Keys(effects)) {
+		if _, ok := expected[id]; !ok {
+			rep.OpTwice++
+			if len(rep.Unexpected) < 20 {
+				rep.Unexpected = append(rep.Unexpected, fmt.Sprintf("note %s was added by no request ID of an operation Work: an effect made again", id))
+			}
+		}
+	}
+	for _, req := range slices.Sorted(maps.Keys(acked)) {
+		got := acked[req]
+		rep.OpAcknowledged++
+		if len(got) > 1 {
+			rep.OpTwice++
+			rep.Unexpected = append(rep.Unexpected, fmt.Sprintf("request %s was answered with notes %v", req, got))
+		}
+		for _, note := range got {
+			if note != notes.AddedNoteID(req) {
+				rep.Unexpected = append(rep.Unexpected, fmt.Sprintf("request %s was answered with note %s, not its own", req, note))
+			}
+			if !effects[note] {
+				rep.OpLost++
+				if len(rep.Unexpected) < 20 {
+					rep.Unexpected = append(rep.Unexpected, fmt.Sprintf("request %s was answered with note %s, which is not in notes' index", req, note))
+				}
+			}
+		}
+	}
+}
+
+// settleOps waits, on the change stream, until every operation Work is
+// settled or ctx ends, and returns them as they are then.
+func settleOps(ctx context.Context, c *client.Client) ([]client.Work, error) {
+	var seen int64
+	for {
+		var ops []client.Work
+		open := map[string]bool{}
+		after := ""
+		for {
+			page, err := c.Works(ctx, client.WorkQuery{Scope: "soak", After: after, Limit: client.MaxPageLimit})
+			if err != nil {
+				return nil, err
+			}
+			for _, w := range page.Works {
+				if w.Binding != "soak/"+soakOpsBinding { // bindings are named in their scope
+					continue
+				}
+				ops = append(ops, w)
+				if !terminalWork(w.State) {
+					open[w.ID] = true
+				}
+			}
+			if page.Next == "" {
+				break
+			}
+			after = page.Next
+		}
+		if len(open) == 0 {
+			return ops, nil
+		}
+		// A Work that settles after the list above has a later change than
+		// any seen so far.
+		_, err := c.WaitFor(ctx, client.ChangeQuery{After: seen, Scope: "soak"}, func(ch client.Change) bool {
+			seen = ch.Seq
+			return ch.Work != nil && open[ch.Work.ID] && terminalWork(ch.Work.State)
+		})
+		if ctx.Err() != nil {
+			return ops, nil // reported as not settled
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+func terminalWork(state string) bool {
+	return state == "done" || state == "failed" || state == "cancelled"
+}
+
+// acknowledgedOps reads the agent's transcript: the notes each
+// request ID's notes.add calls were answered with. A line a kill cut
+// short is no answer.
+func acknowledgedOps(path string) (map[string][]string, error) {
+	out := map[string][]string{}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return out, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		var e agent.Entry
+		if json.Unmarshal([]byte(line), &e) != nil || e.Call != notes.OpAdd || e.Verdict != agent.VerdictOK {
+			continue
+		}
+		var res notes.AddOutput
+		if json.Unmarshal(e.Result, &res) != nil || res.Note == "" {
+			continue
+		}
+		if !slices.Contains(out[e.RequestID], res.Note) {
+			out[e.RequestID] = append(out[e.RequestID], res.Note)
+		}
+	}
+	return out, nil
 }
