@@ -94,7 +94,12 @@ type Options struct {
 	Eager func(method string) bool
 
 	// EagerDeadline is how long an Eager handler may run on the reader
-	// before the reading passes on. Zero means DefaultEagerDeadline.
+	// before the reading passes on. Zero means DefaultEagerDeadline. It
+	// is a timer's: in a process with nothing else to run, Go's poller
+	// wakes for a timer under a millisecond only after one (it sleeps in
+	// milliseconds), so a handler that blocks without calling back can
+	// hold the reading for about 1 ms, and a $/cancel sent to it meanwhile
+	// is read that late.
 	EagerDeadline time.Duration
 
 	// Logf, when set, receives what the Conn keeps on this side: the

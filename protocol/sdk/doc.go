@@ -29,6 +29,20 @@
 //		}
 //	}
 //
+// How requests are served: each request starts on the connection's reader
+// (jsonrpc.Options.Eager), so a handler that answers at once costs no
+// goroutine and no wake-up. A handler that calls the host (any Host method)
+// hands the reading to a new goroutine at that call and goes on as a
+// goroutine of its own; one that runs or blocks longer than
+// jsonrpc.DefaultEagerDeadline without calling back is handed on at the
+// deadline, which Go's timers honour to about a millisecond in an idle
+// process. So a handler may block, call back and wait on its context
+// freely: it sees $/cancel, it counts towards the bound of
+// protocol.MaxInflight requests in flight, and the most it costs the
+// others is about a millisecond of stream held up. Pure handlers (routes,
+// validate, the in-transaction methods) are served the same way; there is
+// no unbounded inline mode.
+//
 // The wire itself, for authors in other languages, is documented by the
 // transcripts in testdata/transcripts: each file shows what the host sends
 // and what an extension answers, line by line.

@@ -134,10 +134,12 @@ func ServeConn(ctx context.Context, r io.Reader, w io.Writer, ext *Extension) er
 // answered from memory) then costs no goroutine and no wake-up, most of a
 // small round trip's price; one that calls the host back hands the
 // reading to a new goroutine at its first call, and one that runs longer
-// than jsonrpc.DefaultEagerDeadline at that deadline, so no handler can
-// stall the connection for longer, and $/cancel reaches every handler,
-// pure ones included. (Before, pure handlers were served Inline: they saw
-// no $/cancel and one that blocked stalled the connection for good.)
+// than jsonrpc.DefaultEagerDeadline at that deadline (about 1 ms in an
+// otherwise idle process: see jsonrpc.Options.EagerDeadline), so no
+// handler can stall the connection for longer, and $/cancel reaches every
+// handler, pure ones included. (Before, pure handlers were served Inline:
+// they saw no $/cancel and one that blocked stalled the connection for
+// good.)
 func servedEager(string) bool { return true }
 
 // beforeServe, when set, runs as a request's handler starts: tests hold a
