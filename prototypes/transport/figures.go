@@ -25,12 +25,22 @@ type Figures struct {
 	VersionRefuseUS float64 `json:"version_mismatch_us"`
 	EchoP50US       float64 `json:"echo_p50_us"`
 	EchoP99US       float64 `json:"echo_p99_us"`
-	CallbackUS      float64 `json:"host_callback_us"`
-	ArtifactMiBps   float64 `json:"artifact_mib_per_s"`
-	CancelSeenUS    float64 `json:"cancel_seen_us"`
-	CrashDetectUS   float64 `json:"crash_detected_us"`
-	BinaryMiB       float64 `json:"binary_mib"`
-	ModuleDeps      int     `json:"module_deps"`
+	// EchoRounds is how many interleaved rounds the echo figures pool,
+	// EchoRoundP50US each round's p50, EchoGCs the host's collections
+	// during timed echoes (the collector is off then: normally 0).
+	EchoRounds     int       `json:"echo_rounds"`
+	EchoRoundP50US []float64 `json:"echo_round_p50_us"`
+	EchoGCs        uint32    `json:"echo_gcs"`
+	// EchoHostCPUUS and EchoExtCPUUS are the CPU time one timed echo cost
+	// the host process and the extension process (Linux; 0 elsewhere).
+	EchoHostCPUUS float64 `json:"echo_host_cpu_us"`
+	EchoExtCPUUS  float64 `json:"echo_extension_cpu_us"`
+	CallbackUS    float64 `json:"host_callback_us"`
+	ArtifactMiBps float64 `json:"artifact_mib_per_s"`
+	CancelSeenUS  float64 `json:"cancel_seen_us"`
+	CrashDetectUS float64 `json:"crash_detected_us"`
+	BinaryMiB     float64 `json:"binary_mib"`
+	ModuleDeps    int     `json:"module_deps"`
 }
 
 const (
@@ -49,7 +59,9 @@ func median(d []time.Duration) time.Duration {
 	return d[len(d)/2]
 }
 
-func measure(ctx context.Context, t *transport, echoN int) (Figures, error) {
+// measure takes t's figures but the cold start and the echo, which
+// measureInterleaved takes for every transport together.
+func measure(ctx context.Context, t *transport) (Figures, error) {
 	f := Figures{Name: t.name}
 	st, err := os.Stat(t.binary)
 	if err != nil {
@@ -59,21 +71,6 @@ func measure(ctx context.Context, t *transport, echoN int) (Figures, error) {
 	if f.ModuleDeps, err = moduleDeps(t.binary); err != nil {
 		return f, err
 	}
-
-	// Cold start: the first launch of a binary the OS has not run (a fresh
-	// copy), through the handshake.
-	fresh, err := freshCopy(t.binary)
-	if err != nil {
-		return f, err
-	}
-	defer os.Remove(fresh)
-	start := time.Now()
-	s, err := t.start(ctx, fresh, []int{workload.Version})
-	if err != nil {
-		return f, fmt.Errorf("cold start: %w", err)
-	}
-	f.ColdStartUS = us(time.Since(start))
-	_ = s.close()
 
 	// Warm restart: the same binary again, through the handshake.
 	var warm []time.Duration
@@ -100,30 +97,11 @@ func measure(ctx context.Context, t *transport, echoN int) (Figures, error) {
 		f.VersionRefuseUS = us(median(refusals))
 	}
 
-	s, err = t.start(ctx, t.binary, []int{workload.Version})
+	s, err := t.start(ctx, t.binary, []int{workload.Version})
 	if err != nil {
 		return f, err
 	}
 	defer func() { _ = s.close() }()
-
-	// Echo: sequential round trips after a warm-up.
-	if err := echoes(ctx, s, 9, 500); err != nil {
-		return f, err
-	}
-	lat := make([]time.Duration, 0, echoN)
-	in := workload.EchoParams{Text: workload.EchoText}
-	var out workload.EchoParams
-	for i := range echoN {
-		in.Seq = i
-		start := time.Now()
-		if err := s.call(ctx, workload.MethodEcho, in, &out); err != nil {
-			return f, err
-		}
-		lat = append(lat, time.Since(start))
-	}
-	slices.Sort(lat)
-	f.EchoP50US = us(lat[len(lat)/2])
-	f.EchoP99US = us(lat[len(lat)*99/100])
 
 	// Artifact: 16 MiB in acknowledged 64 KiB chunks, the same upload
 	// twice (the first one unmeasured, so that the writer has made the
@@ -146,7 +124,7 @@ func measure(ctx context.Context, t *transport, echoN int) (Figures, error) {
 	}
 
 	// Host callback: one request whose handler calls the host back.
-	start = time.Now()
+	start := time.Now()
 	var cb workload.CallbackResult
 	if err := s.call(ctx, workload.MethodCallback, workload.CallbackParams{N: callbacks}, &cb); err != nil {
 		return f, fmt.Errorf("host callback: %w", err)

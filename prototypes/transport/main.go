@@ -5,7 +5,7 @@
 // seed's table with each transport's ratio to the others, measured in the
 // same run. -json writes the result file.
 //
-//	go run . [-json results.json] [-echoes 5000] [-checks=true] [-only jsonrpc,fullstack] [-cpuprofile FILE]
+//	go run . [-json results.json] [-echoes 20000] [-checks=true] [-only jsonrpc,fullstack] [-cpuprofile FILE]
 package main
 
 import (
@@ -26,7 +26,7 @@ import (
 
 func main() {
 	jsonPath := flag.String("json", "results.json", "write the results as JSON to this file (empty: none)")
-	echoN := flag.Int("echoes", 5000, "sequential echoes measured for p50 and p99")
+	echoN := flag.Int("echoes", 20000, "sequential echoes measured for p50 and p99 per transport, in interleaved rounds of 500")
 	runChecksFlag := flag.Bool("checks", true, "run the semantic checks")
 	only := flag.String("only", "", "comma-separated transports to run (default all)")
 	cpuProfile := flag.String("cpuprofile", "", "write the host side's CPU profile to this file; TRANSPORT_EXT_CPUPROFILE=FILE does the same for each ext-sdk process, as FILE.PID")
@@ -131,11 +131,15 @@ func run(jsonPath string, echoN int, doChecks bool, only string) error {
 			res.Checks[t.name] = cr
 		}
 		fmt.Fprintf(os.Stderr, "measuring %s\n", t.name)
-		f, err := measure(ctx, t, echoN)
+		f, err := measure(ctx, t)
 		if err != nil {
 			return fmt.Errorf("%s: %w", t.name, err)
 		}
 		res.Transports = append(res.Transports, f)
+	}
+	fmt.Fprintf(os.Stderr, "measuring cold starts and echoes, interleaved\n")
+	if err := measureInterleaved(ctx, ts, res.Transports, echoN); err != nil {
+		return err
 	}
 	res.Ratios, res.Targets = compare(res.Transports)
 	printTable(os.Stdout, res)

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 )
@@ -29,6 +30,7 @@ var metrics = []metric{
 	{"version_mismatch", "Version mismatch", func(f Figures) float64 { return f.VersionRefuseUS }, "µs", false},
 	{"echo_p50", "Echo p50", func(f Figures) float64 { return f.EchoP50US }, "µs", false},
 	{"echo_p99", "Echo p99", func(f Figures) float64 { return f.EchoP99US }, "µs", false},
+	{"echo_cpu", "Echo CPU (host+ext)", func(f Figures) float64 { return f.EchoHostCPUUS + f.EchoExtCPUUS }, "µs", false},
 	{"host_callback", "Host callback", func(f Figures) float64 { return f.CallbackUS }, "µs", false},
 	{"artifact", "Artifact 16 MiB / 64 KiB", func(f Figures) float64 { return f.ArtifactMiBps }, "MiB/s", true},
 	{"cancel_seen", "Cancel seen", func(f Figures) float64 { return f.CancelSeenUS }, "µs", false},
@@ -160,6 +162,20 @@ func printTable(w io.Writer, res Result) {
 	}
 	tw.Flush()
 
+	fmt.Fprintln(w, "\nEcho p50 ratio round by round (the interleaved rounds; the table's figure pools them):")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  Pair\tRounds\tMin\tMedian\tMax\tHost GCs in timed echoes")
+	m := byName(res.Transports)
+	for _, p := range pairs {
+		rs := roundRatios(m[p[0]].EchoRoundP50US, m[p[1]].EchoRoundP50US)
+		if len(rs) == 0 {
+			continue
+		}
+		fmt.Fprintf(tw, "  %s / %s\t%d\t%.2fx\t%.2fx\t%.2fx\t%d, %d\n", p[0], p[1], len(rs), rs[0], rs[len(rs)/2], rs[len(rs)-1],
+			m[p[0]].EchoGCs, m[p[1]].EchoGCs)
+	}
+	tw.Flush()
+
 	fmt.Fprintln(w, "\nTargets (issue 18):")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, t := range res.Targets {
@@ -175,4 +191,16 @@ func printTable(w io.Writer, res Result) {
 			fmt.Fprintf(w, "FAILED %s %s: %s\n", name, check, why)
 		}
 	}
+}
+
+// roundRatios is a's p50 over b's for each round both have, sorted.
+func roundRatios(a, b []float64) []float64 {
+	var out []float64
+	for i := range min(len(a), len(b)) {
+		if a[i] > 0 && b[i] > 0 {
+			out = append(out, a[i]/b[i])
+		}
+	}
+	slices.Sort(out)
+	return out
 }

@@ -38,6 +38,8 @@ type session interface {
 	hostCallbacks() int64
 	// pushed is what the extension's pushes left on the host.
 	pushed(ctx context.Context) ([]string, error)
+	// pid is the extension process's, 0 when unknown.
+	pid() int
 	close() error
 }
 
@@ -118,7 +120,7 @@ func startJSONRPC(ctx context.Context, bin string, versions []int) (session, err
 			s.mu.Unlock()
 			return workload.PushAnswer{Ack: in.Value + " received"}, nil
 		},
-	}, &jsonrpc.Options{DecodeError: overjsonrpc.DecodeError})
+	}, &jsonrpc.Options{DecodeError: overjsonrpc.DecodeError, Eager: func(string) bool { return true }})
 	var res workload.InitializeResult
 	if err := s.call(ctx, workload.MethodInitialize, workload.InitializeParams{ProtocolVersions: versions}, &res); err != nil {
 		_ = s.close()
@@ -179,6 +181,8 @@ func uploadChunks(ctx context.Context, call func(context.Context, string, any, a
 }
 
 func (s *jsonrpcSession) hostCallbacks() int64 { return s.echoes.Load() }
+
+func (s *jsonrpcSession) pid() int { return s.cmd.Process.Pid }
 
 func (s *jsonrpcSession) pushed(context.Context) ([]string, error) {
 	s.mu.Lock()
@@ -268,7 +272,8 @@ func startFullStack(ctx context.Context, bin string, versions []int) (session, e
 		return nil, fmt.Errorf("discovering the bench package: %v %v", err, problems)
 	}
 	svc := host.NewService(host.ServiceConfig{Manifest: pkgs[0].Manifest, Store: store, Blobs: store})
-	proc, err := host.NewProcess(host.Config{Package: pkgs[0], StateRoot: stateDir, Service: svc, Store: store, HostVersion: "prototype"})
+	proc, err := host.NewProcess(host.Config{Package: pkgs[0], StateRoot: stateDir, Service: svc, Store: store, HostVersion: "prototype",
+		PassEnv: []string{"TRANSPORT_EXT_CPUPROFILE"}})
 	if err != nil {
 		return nil, err
 	}
@@ -362,6 +367,8 @@ func (s *fullStackSession) upload(ctx context.Context, total, chunk int, seed by
 // hostCallbacks: the full stack's callbacks are counted by the extension.
 func (s *fullStackSession) hostCallbacks() int64 { return -1 }
 
+func (s *fullStackSession) pid() int { return s.proc.PID() }
+
 func (s *fullStackSession) pushed(ctx context.Context) ([]string, error) {
 	var keys []string
 	var res protocol.KVListResult
@@ -445,6 +452,13 @@ func (s *pluginSession) upload(ctx context.Context, total, chunk int, seed byte)
 }
 
 func (s *pluginSession) hostCallbacks() int64 { return s.echoes.Load() }
+
+func (s *pluginSession) pid() int {
+	if rc := s.client.ReattachConfig(); rc != nil {
+		return rc.Pid
+	}
+	return 0
+}
 
 func (s *pluginSession) pushed(context.Context) ([]string, error) {
 	s.mu.Lock()
@@ -553,6 +567,7 @@ func (s *rawSession) upload(_ context.Context, total, chunk int, seed byte) (wor
 }
 
 func (s *rawSession) hostCallbacks() int64                     { return 0 }
+func (s *rawSession) pid() int                                 { return s.cmd.Process.Pid }
 func (s *rawSession) pushed(context.Context) ([]string, error) { return nil, nil }
 
 func (s *rawSession) close() error {

@@ -9,8 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"runtime/pprof"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/open-conduit/open-conduit/protocol"
@@ -111,6 +113,15 @@ func main() {
 	if path := os.Getenv("TRANSPORT_EXT_CPUPROFILE"); path != "" {
 		if f, err := os.Create(fmt.Sprintf("%s.%d", path, os.Getpid())); err == nil && pprof.StartCPUProfile(f) == nil {
 			defer pprof.StopCPUProfile()
+			// The host may end the process with SIGTERM once its stdin is
+			// closed: keep the profile then too.
+			term := make(chan os.Signal, 1)
+			signal.Notify(term, syscall.SIGTERM)
+			go func() {
+				<-term
+				pprof.StopCPUProfile()
+				os.Exit(0)
+			}()
 		}
 	}
 	if err := sdk.Serve(ext); err != nil {
