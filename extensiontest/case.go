@@ -168,7 +168,7 @@ func (h *H) StateDir() string  { return h.d.stateDir }
 func (h *H) Package() string { return h.pkg }
 
 // Config is a copy of the configuration last applied.
-func (h *H) Config() Config { return h.cfg.clone() }
+func (h *H) Config() Config { return cloneConfig(h.cfg) }
 
 // Logf adds a line to the step's transcript.
 func (h *H) Logf(format string, args ...any) {
@@ -185,7 +185,7 @@ func (h *H) Apply(ctx context.Context, cfg Config) (client.Generation, error) {
 	}
 	gen, err := h.d.client.ApplyConfig(ctx, doc)
 	if err == nil {
-		h.cfg = cfg.clone()
+		h.cfg = cloneConfig(cfg)
 		h.Logf("config applied: generation %d", gen.Number)
 	}
 	return gen, err
@@ -396,7 +396,7 @@ func (h *H) act(ctx context.Context, st Step) *StepError {
 // applyStep applies the step's configuration and holds the answer to
 // Refused.
 func (h *H) applyStep(ctx context.Context, st Step) *StepError {
-	next := h.cfg.clone()
+	next := cloneConfig(h.cfg)
 	if st.Config != nil {
 		st.Config(&next)
 	}

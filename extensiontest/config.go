@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/open-conduit/open-conduit/client"
 	"github.com/open-conduit/open-conduit/protocol"
 )
 
@@ -18,113 +19,23 @@ const (
 	Agent        = "agent"
 )
 
-// Config is the daemon's configuration document (config.json), in the
-// shape the daemon reads it: a case generates one from its packages'
-// manifests, and Case.Config and Step.Config edit it. The daemon checks it
-// whole, strictly, so a field it does not know is a refusal, not a silent
-// no-op.
-type Config struct {
-	Scopes      []ScopeConfig      `json:"scopes,omitempty"`
-	Connections []ConnectionConfig `json:"connections,omitempty"`
-	Settings    Settings           `json:"settings,omitzero"`
-}
+// Config is the daemon's configuration document (config.json), client's
+// one definition of it: a case generates one from its packages' manifests,
+// and Case.Config and Step.Config edit it. The daemon checks it whole,
+// strictly, so a field it does not know is a refusal, not a silent no-op.
+type (
+	Config           = client.Config
+	ScopeConfig      = client.ScopeConfig
+	EntryConfig      = client.EntryConfig
+	RouteConfig      = client.RouteConfig
+	BindingConfig    = client.BindingConfig
+	ConnectionConfig = client.ConnectionConfig
+	Settings         = client.Settings
+	WebhookSettings  = client.WebhookSettings
+)
 
-// ScopeConfig is one scope.
-type ScopeConfig struct {
-	ID          string          `json:"id"`
-	Title       string          `json:"title,omitempty"`
-	Disabled    bool            `json:"disabled,omitempty"`
-	Entries     []EntryConfig   `json:"entries,omitempty"`
-	Routes      []RouteConfig   `json:"routes,omitempty"`
-	Bindings    []BindingConfig `json:"bindings,omitempty"`
-	Connections []string        `json:"connections,omitempty"`
-}
-
-// EntryConfig is one entry of an extension type.
-type EntryConfig struct {
-	ID         string         `json:"id"`
-	Type       string         `json:"type"`
-	Config     map[string]any `json:"config,omitempty"`
-	Connection string         `json:"connection,omitempty"`
-}
-
-// RouteConfig is one route.
-type RouteConfig struct {
-	ID      string         `json:"id,omitempty"`
-	Handler string         `json:"handler"`
-	Kind    string         `json:"kind"`
-	Binding string         `json:"binding,omitempty"`
-	Config  map[string]any `json:"config,omitempty"`
-}
-
-// BindingConfig is one binding of a scope.
-type BindingConfig struct {
-	Name           string         `json:"name"`
-	Executor       string         `json:"executor"`
-	ExecutorConfig map[string]any `json:"executor_config,omitempty"`
-	Toolbelt       bool           `json:"toolbelt,omitempty"`
-	Operations     []string       `json:"operations,omitempty"`
-	Toolsets       []string       `json:"toolsets,omitempty"`
-	Connection     string         `json:"connection,omitempty"`
-	Pool           string         `json:"pool,omitempty"`
-}
-
-// ConnectionConfig is one connection; its secrets are references
-// (env:NAME, file:PATH), never values.
-type ConnectionConfig struct {
-	Name       string            `json:"name"`
-	Type       string            `json:"type"`
-	Config     map[string]any    `json:"config,omitempty"`
-	SecretRefs map[string]string `json:"secret_refs,omitempty"`
-}
-
-// Settings are the daemon's settings.
-type Settings struct {
-	PassEnv        map[string][]string `json:"pass_env,omitempty"`
-	Webhooks       WebhookSettings     `json:"webhooks,omitzero"`
-	Pools          map[string]int      `json:"pools,omitempty"`
-	Concurrency    int                 `json:"concurrency,omitempty"`
-	JobConcurrency int                 `json:"job_concurrency,omitempty"`
-}
-
-// WebhookSettings configures the webhook listener.
-type WebhookSettings struct {
-	Listen    string `json:"listen,omitempty"`
-	PublicURL string `json:"public_url,omitempty"`
-}
-
-// Scope returns the scope with the given ID, nil if there is none.
-func (c *Config) Scope(id string) *ScopeConfig {
-	for i := range c.Scopes {
-		if c.Scopes[i].ID == id {
-			return &c.Scopes[i]
-		}
-	}
-	return nil
-}
-
-// Entry returns the scope's entry with the given ID, nil if none.
-func (s *ScopeConfig) Entry(id string) *EntryConfig {
-	for i := range s.Entries {
-		if s.Entries[i].ID == id {
-			return &s.Entries[i]
-		}
-	}
-	return nil
-}
-
-// Binding returns the scope's binding with the given name, nil if none.
-func (s *ScopeConfig) Binding(name string) *BindingConfig {
-	for i := range s.Bindings {
-		if s.Bindings[i].Name == name {
-			return &s.Bindings[i]
-		}
-	}
-	return nil
-}
-
-// clone is a deep copy of c, through JSON.
-func (c Config) clone() Config {
+// cloneConfig is a deep copy of c, through JSON.
+func cloneConfig(c Config) Config {
 	data, err := json.Marshal(c)
 	if err != nil {
 		panic(fmt.Sprintf("extensiontest: the config does not encode: %v", err))
