@@ -30,4 +30,8 @@
 // answers only once no process of the group is left (physical-stop
 // evidence), forget removes a settled run's directory, and live answers
 // the tail of the job's output.
+//
+// That job model is the SDK's (protocol/sdk/jobs), shared with the shell
+// executor; what is runner's own is its one output file, which takes both
+// streams, and its lenient config.
 package runner

@@ -33,4 +33,8 @@
 //
 // The binding's executor config is {"command": "..."}; without a command
 // a run waits for one injected line and exits with the status it names.
+//
+// The job model is the SDK's (protocol/sdk/jobs), shared with the runner
+// executor; what is shell's own is its two streams, its strict config and
+// the artifacts its wait writes.
 package shell
