@@ -22,6 +22,7 @@ func PackageChecks() []PackageCheck {
 		{"emissions_idempotent", CheckPackageEmissionsIdempotent},
 		{"executor_controls", CheckPackageExecutorControls},
 		{"executor_lifecycle", CheckPackageExecutorLifecycle},
+		{"overloaded", CheckPackageOverloaded},
 		{"ingress_scan", CheckPackageIngressScan},
 		{"kv_atomicity", CheckPackageKVAtomicity},
 		{"kv_scoping", CheckPackageKVScoping},
@@ -30,6 +31,7 @@ func PackageChecks() []PackageCheck {
 		{"manifest_match", CheckPackageManifestMatch},
 		{"shutdown", CheckPackageShutdown},
 		{"sigterm", CheckPackageSigterm},
+		{"start_bound", CheckPackageStartBound},
 		{"stdin_eof", CheckPackageStdinEOF},
 		{"stdout_hygiene", CheckPackageStdoutHygiene},
 		{"version_mismatch", CheckPackageVersionMismatch},
@@ -47,6 +49,7 @@ func PackageChecks() []PackageCheck {
 		{"initialize_first", CheckPackageInitializeFirst},
 		{"malformed_input", CheckPackageMalformedInput},
 		{"method_not_found", CheckPackageMethodNotFound},
+		{"unauthored_internal", CheckPackageUnauthoredErrors},
 	}
 }
 
