@@ -138,13 +138,16 @@ type inboxPass struct {
 	Refused []string
 }
 
-// run reads the inbox at once and then every poll until stop or ctx ends.
+// run reads the inbox every poll until stop or ctx ends. The first pass
+// comes one poll after the configure that started the receiver, not
+// during it: the host records the sources a configure registered only
+// once it has the answer, and a delivery before that is refused (kept for
+// the next pass, but a needless refusal at every start).
 func (in *inbox) run(ctx context.Context) {
 	defer close(in.done)
 	t := time.NewTicker(in.spec.Poll)
 	defer t.Stop()
 	for {
-		in.pass(ctx)
 		select {
 		case <-ctx.Done():
 			return
@@ -152,6 +155,7 @@ func (in *inbox) run(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+		in.pass(ctx)
 	}
 }
 
