@@ -46,8 +46,6 @@ type Figures struct {
 const (
 	artifactBytes = 16 << 20
 	artifactChunk = 64 << 10
-	callbacks     = 2000
-	restarts      = 5
 	cancels       = 20
 	crashes       = 3
 )
@@ -59,8 +57,9 @@ func median(d []time.Duration) time.Duration {
 	return d[len(d)/2]
 }
 
-// measure takes t's figures but the cold start and the echo, which
-// measureInterleaved takes for every transport together.
+// measure takes t's figures but the starts, the echo, the host callback
+// and the artifact, which measureInterleaved takes for every transport
+// together.
 func measure(ctx context.Context, t *transport) (Figures, error) {
 	f := Figures{Name: t.name}
 	st, err := os.Stat(t.binary)
@@ -72,64 +71,15 @@ func measure(ctx context.Context, t *transport) (Figures, error) {
 		return f, err
 	}
 
-	// Warm restart: the same binary again, through the handshake.
-	var warm []time.Duration
-	for range restarts {
-		start := time.Now()
-		s, err := t.start(ctx, t.binary, []int{workload.Version})
-		if err != nil {
-			return f, fmt.Errorf("warm restart: %w", err)
-		}
-		warm = append(warm, time.Since(start))
-		_ = s.close()
-	}
-	f.WarmRestartUS = us(median(warm))
-
-	if !t.floor {
-		var refusals []time.Duration
-		for range restarts {
-			start := time.Now()
-			if _, err := t.start(ctx, t.binary, []int{workload.BadVersion}); err == nil {
-				return f, fmt.Errorf("a foreign version was accepted")
-			}
-			refusals = append(refusals, time.Since(start))
-		}
-		f.VersionRefuseUS = us(median(refusals))
-	}
-
 	s, err := t.start(ctx, t.binary, []int{workload.Version})
 	if err != nil {
 		return f, err
 	}
 	defer func() { _ = s.close() }()
 
-	// Artifact: 16 MiB in acknowledged 64 KiB chunks, the same upload
-	// twice (the first one unmeasured, so that the writer has made the
-	// data), timed by the writer from its first chunk to the last one's
-	// acknowledgement.
-	if _, err := s.upload(ctx, artifactBytes, artifactChunk, 3); err != nil {
-		return f, fmt.Errorf("artifact: %w", err)
-	}
-	up, err := s.upload(ctx, artifactBytes, artifactChunk, 3)
-	if err != nil {
-		return f, fmt.Errorf("artifact: %w", err)
-	}
-	if up.ChunksNanos <= 0 || up.Bytes != artifactBytes {
-		return f, fmt.Errorf("artifact: the writer reported %d bytes in %d ns", up.Bytes, up.ChunksNanos)
-	}
-	f.ArtifactMiBps = float64(artifactBytes) / (1 << 20) / time.Duration(up.ChunksNanos).Seconds()
-
 	if t.floor {
 		return f, nil
 	}
-
-	// Host callback: one request whose handler calls the host back.
-	start := time.Now()
-	var cb workload.CallbackResult
-	if err := s.call(ctx, workload.MethodCallback, workload.CallbackParams{N: callbacks}, &cb); err != nil {
-		return f, fmt.Errorf("host callback: %w", err)
-	}
-	f.CallbackUS = us(time.Since(start)) / callbacks
 
 	// Cancel seen by the extension: from the caller's cancel to the
 	// handler's context ending, by the machine's wall clock.

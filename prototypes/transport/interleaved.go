@@ -29,30 +29,60 @@ import (
 //     costs the host and the extension process is counted too: on a
 //     loaded machine a latency includes waiting for a CPU, the CPU time
 //     does not.
-//   - cold start: coldStarts fresh copies of each binary, started in
-//     rotated order, the median taken.
+//   - host callback: in each round, after its echo block, one request
+//     whose handler calls the host back callbacksPerRound times; the
+//     median over the rounds of the time per callback.
+//   - artifact: after one unmeasured upload per session, artifactUploads
+//     uploads of 16 MiB in acknowledged 64 KiB chunks spread over the
+//     rounds, timed by the writer from its first chunk to the last one's
+//     acknowledgement; the median taken.
+//   - starts: in each of startRounds rounds, for each transport in
+//     rotated order, a cold start (the first launch of a fresh copy of the
+//     binary), a warm restart (the same binary again) and a start that
+//     offers only a foreign version, to the refusal; the medians taken.
 const (
-	echoWarmup = 1000
-	echoBlock  = 500
-	coldStarts = 5
+	echoWarmup        = 1000
+	echoBlock         = 500
+	callbacksPerRound = 100
+	startRounds       = 5
+	artifactUploads   = 3
 )
 
-// measureInterleaved fills in the cold start and the echo figures of fs
-// (one per transport of ts, in the same order).
+// measureInterleaved fills in the start, echo and host callback figures
+// of fs (one per transport of ts, in the same order).
 func measureInterleaved(ctx context.Context, ts []*transport, fs []Figures, echoN int) error {
-	colds := make([][]time.Duration, len(ts))
-	for k := range coldStarts {
+	colds, warms, refusals := make([][]time.Duration, len(ts)), make([][]time.Duration, len(ts)), make([][]time.Duration, len(ts))
+	for k := range startRounds {
 		for j := range ts {
 			i := (j + k) % len(ts)
-			d, err := coldStart(ctx, ts[i])
+			t := ts[i]
+			d, err := coldStart(ctx, t)
 			if err != nil {
-				return fmt.Errorf("%s: cold start: %w", ts[i].name, err)
+				return fmt.Errorf("%s: cold start: %w", t.name, err)
 			}
 			colds[i] = append(colds[i], d)
+			start := time.Now()
+			s, err := t.start(ctx, t.binary, []int{workload.Version})
+			if err != nil {
+				return fmt.Errorf("%s: warm restart: %w", t.name, err)
+			}
+			warms[i] = append(warms[i], time.Since(start))
+			_ = s.close()
+			if !t.floor {
+				start := time.Now()
+				if _, err := t.start(ctx, t.binary, []int{workload.BadVersion}); err == nil {
+					return fmt.Errorf("%s: a foreign version was accepted", t.name)
+				}
+				refusals[i] = append(refusals[i], time.Since(start))
+			}
 		}
 	}
 	for i := range ts {
 		fs[i].ColdStartUS = us(median(colds[i]))
+		fs[i].WarmRestartUS = us(median(warms[i]))
+		if len(refusals[i]) > 0 {
+			fs[i].VersionRefuseUS = us(median(refusals[i]))
+		}
 	}
 
 	sessions := make([]session, len(ts))
@@ -75,8 +105,15 @@ func measureInterleaved(ctx context.Context, ts []*transport, fs []Figures, echo
 			return fmt.Errorf("%s: warm-up: %w", ts[i].name, err)
 		}
 	}
+	for i, s := range sessions {
+		if _, err := s.upload(ctx, artifactBytes, artifactChunk, 3); err != nil {
+			return fmt.Errorf("%s: artifact: %w", ts[i].name, err)
+		}
+	}
+	uploads := make([][]time.Duration, len(ts))
 	rounds := max(1, echoN/echoBlock)
 	lat := make([][]time.Duration, len(ts))
+	perCallback := make([][]time.Duration, len(ts))
 	for i := range ts {
 		fs[i].EchoRounds = rounds
 	}
@@ -98,6 +135,30 @@ func measureInterleaved(ctx context.Context, ts []*transport, fs []Figures, echo
 			fs[i].EchoGCs += gcs
 			lat[i] = append(lat[i], block...)
 			fs[i].EchoRoundP50US = append(fs[i].EchoRoundP50US, us(median(slices.Clone(block))))
+			if ts[i].floor {
+				continue
+			}
+			start := time.Now()
+			var cb workload.CallbackResult
+			if err := sessions[i].call(ctx, workload.MethodCallback, workload.CallbackParams{N: callbacksPerRound}, &cb); err != nil {
+				fmt.Fprintln(os.Stderr)
+				return fmt.Errorf("%s: host callback: %w", ts[i].name, err)
+			}
+			perCallback[i] = append(perCallback[i], time.Since(start)/callbacksPerRound)
+		}
+		if k%max(1, rounds/artifactUploads) == 0 && len(uploads[0]) < artifactUploads {
+			for j := range ts {
+				i := (j + k) % len(ts)
+				up, err := sessions[i].upload(ctx, artifactBytes, artifactChunk, 3)
+				if err == nil && (up.ChunksNanos <= 0 || up.Bytes != artifactBytes) {
+					err = fmt.Errorf("the writer reported %d bytes in %d ns", up.Bytes, up.ChunksNanos)
+				}
+				if err != nil {
+					fmt.Fprintln(os.Stderr)
+					return fmt.Errorf("%s: artifact: %w", ts[i].name, err)
+				}
+				uploads[i] = append(uploads[i], time.Duration(up.ChunksNanos))
+			}
 		}
 	}
 	fmt.Fprintln(os.Stderr)
@@ -105,6 +166,10 @@ func measureInterleaved(ctx context.Context, ts []*transport, fs []Figures, echo
 		slices.Sort(lat[i])
 		fs[i].EchoP50US = us(lat[i][len(lat[i])/2])
 		fs[i].EchoP99US = us(lat[i][len(lat[i])*99/100])
+		fs[i].ArtifactMiBps = float64(artifactBytes) / (1 << 20) / median(uploads[i]).Seconds()
+		if len(perCallback[i]) > 0 {
+			fs[i].CallbackUS = us(median(perCallback[i]))
+		}
 	}
 	return nil
 }
