@@ -25,6 +25,12 @@
 //     delete. A failed commit applies nothing, even when the caller goes on
 //     to commit the surrounding transaction.
 //
+// A Store may offer two capabilities the engine uses when present and does
+// without otherwise: PreAcceptStore, so a push's routing decided before
+// its acceptance commits with it, and DeferredSyncStore, a commit that
+// does not wait for the disk, for the one write a machine crash may lose
+// without breaking a rule (an Execution's metadata after its start).
+//
 // Bad input (see the limits in limits.go) is refused with ErrInvalid or
 // ErrTooLarge before anything is written.
 //

@@ -19,6 +19,16 @@ import (
 // Accept returns is durable. Any refusal (an identity conflict, bad input)
 // accepts none of them.
 func (e *Engine) Accept(ctx context.Context, envs ...Envelope) ([]Event, error) {
+	out, err := e.acceptOnly(ctx, envs)
+	if err != nil {
+		return nil, err
+	}
+	e.Kick()
+	return out, nil
+}
+
+// acceptOnly is Accept without the Kick.
+func (e *Engine) acceptOnly(ctx context.Context, envs []Envelope) ([]Event, error) {
 	var out []Event
 	err := e.store.Transact(ctx, func(tx Tx) error {
 		out = out[:0]
@@ -34,13 +44,14 @@ func (e *Engine) Accept(ctx context.Context, envs ...Envelope) ([]Event, error) 
 	if err != nil {
 		return nil, err
 	}
-	e.Kick()
 	return out, nil
 }
 
 // Push has the named source verify a delivery and accepts the envelopes it
 // returns, all or none. It returns only after they are durable, so the
 // caller acknowledges the delivery after Push returns nil and not before.
+// When it can, it routes them in the same transaction (decideBeforeAccept);
+// otherwise the routing pass does.
 func (e *Engine) Push(ctx context.Context, source string, d Delivery) ([]Event, error) {
 	src, ok := e.conf().Sources[source]
 	if !ok {
@@ -55,7 +66,16 @@ func (e *Engine) Push(ctx context.Context, source string, d Delivery) ([]Event, 
 			return nil, err
 		}
 	}
-	return e.Accept(ctx, envs...)
+	p := e.decideBeforeAccept(ctx, envs)
+	if p == nil {
+		return e.Accept(ctx, envs...)
+	}
+	out, _, err := e.acceptRouted(ctx, envs, p)
+	if err != nil {
+		return nil, err
+	}
+	e.Kick()
+	return out, nil
 }
 
 // sourceEnvelope fills and checks what a source may say of its envelope:

@@ -230,7 +230,7 @@ func (e *Engine) start(ctx context.Context, c *engineConf, w Work, pool string) 
 		// The run's recovery metadata marked it running already, in the
 		// same transaction: a run that can be adopted is alive.
 		x = *running
-	} else if err := e.store.Transact(ctx, func(tx Tx) error {
+	} else if err := transactDeferSync(ctx, e.store, func(tx Tx) error {
 		cur, err := markRunning(tx, x.ID, x.Epoch)
 		if err == nil && cur != nil {
 			x = *cur
@@ -295,22 +295,37 @@ func markRunning(tx Tx, executionID string, epoch int64) (*Execution, error) {
 
 // startPersister is the fenced recovery path of an attempt being started:
 // the first persist also marks the execution running in its transaction
-// (recorded in running), which spares start its own transaction for that,
-// so a start that persists once costs two synced writes, not three.
+// (recorded in running), which spares start its own transaction for that.
+//
+// That transaction (or start's mark, for a run that persists nothing) is
+// the start's second write, and it commits without waiting for the disk
+// (transactDeferSync), so a start costs one synced write: the intent.
+// What its loss can leave is what a kill between the executor's start and
+// this write leaves: an Execution starting with no metadata, which
+// recovery finds not adoptable, so it is stopped and retried. It only
+// happens when the machine goes down, which ends a local run too. A
+// persist after the start (a recovered run's) stays synced.
 func (e *Engine) startPersister(x Execution, running *atomic.Pointer[Execution]) RecoveryPersister {
 	return func(ctx context.Context, metadata json.RawMessage) error {
 		var marked *Execution
-		err := e.store.Transact(ctx, func(tx Tx) error {
+		err := transactDeferSync(ctx, e.store, func(tx Tx) error {
 			marked = nil
-			if err := tx.PersistRecovery(x.ID, x.Epoch, metadata); err != nil {
-				return err
+			if running.Load() == nil {
+				// The first persist: metadata and state in one fenced write.
+				cur, err := tx.Execution(x.ID)
+				if err != nil {
+					return err
+				}
+				if cur.State == ExecutionStarting {
+					cur.State, cur.Epoch, cur.Recovery = ExecutionRunning, x.Epoch, metadata
+					if cur, err = tx.PutExecution(cur); err != nil {
+						return fmt.Errorf("persist recovery of execution %q: %w", x.ID, err)
+					}
+					marked = &cur
+					return nil
+				}
 			}
-			if running.Load() != nil {
-				return nil
-			}
-			var err error
-			marked, err = markRunning(tx, x.ID, x.Epoch)
-			return err
+			return tx.PersistRecovery(x.ID, x.Epoch, metadata)
 		})
 		if err == nil && marked != nil {
 			running.CompareAndSwap(nil, marked)
@@ -369,6 +384,13 @@ func (e *Engine) observe(a *attempt, h RunHandle, o *observation) {
 				return
 			}
 			h = next
+		case errors.Is(err, ErrNotAdoptable):
+			// The executor restarted and cannot adopt the run (its
+			// adapter recovered it itself): stop what may be left of
+			// it, then retry, as after a restart.
+			stopRenewing()
+			e.stopAndRetry(ctx, a, err)
+			return
 		default:
 			stopRenewing()
 			e.settle(a, RunResult{State: ExecutionFailed, Error: "wait: " + err.Error()})
@@ -411,10 +433,12 @@ func (e *Engine) recoverRun(ctx context.Context, a *attempt) (RunHandle, error) 
 // retries a run that may still be going. An executor without Stop, or
 // whose Stop is ErrUnsupported (an adapter's for an executor that declares
 // no stop, such as one whose runs end with its process), cannot confirm
-// anything; its run is taken as ended.
+// anything; its run is taken as ended. A Stop that finds no run
+// (ErrNotFound: nothing persisted named one to the executor, as after a
+// kill between the start and its first persist) has nothing to stop.
 func (e *Engine) stopAndRetry(ctx context.Context, a *attempt, cause error) {
 	if s, ok := a.executor.(Stopper); ok {
-		if err := s.Stop(ctx, a.exec.ID, a.exec.Epoch); err != nil && !errors.Is(err, ErrUnsupported) {
+		if err := s.Stop(ctx, a.exec.ID, a.exec.Epoch); err != nil && !errors.Is(err, ErrUnsupported) && !errors.Is(err, ErrNotFound) {
 			e.release(a.pool)
 			e.report(fmt.Errorf("execution %s: stop after %v: %w", a.exec.ID, cause, err))
 			return

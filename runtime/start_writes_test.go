@@ -2,8 +2,10 @@ package runtime_test
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -12,12 +14,18 @@ import (
 	"github.com/open-conduit/open-conduit/runtime/runtimetest"
 )
 
-// countingStore counts the write transactions that commit: each is one
-// synced write on a durable store.
+// countingStore counts the write transactions that commit: synced ones
+// (commits), each one synced write on a durable store, and deferred-sync
+// ones (deferred). It passes the SQLite store's optional interfaces on.
 type countingStore struct {
 	runtime.Store
-	commits atomic.Int64
+	commits, deferred atomic.Int64
 }
+
+var (
+	_ runtime.DeferredSyncStore = (*countingStore)(nil)
+	_ runtime.PreAcceptStore    = (*countingStore)(nil)
+)
 
 func (s *countingStore) Transact(ctx context.Context, fn func(runtime.Tx) error) error {
 	err := s.Store.Transact(ctx, fn)
@@ -27,6 +35,16 @@ func (s *countingStore) Transact(ctx context.Context, fn func(runtime.Tx) error)
 	return err
 }
 
+func (s *countingStore) TransactDeferSync(ctx context.Context, fn func(runtime.Tx) error) error {
+	err := s.Store.(runtime.DeferredSyncStore).TransactDeferSync(ctx, fn)
+	if err == nil {
+		s.deferred.Add(1)
+	}
+	return err
+}
+
+func (s *countingStore) Now() time.Time { return s.Store.(runtime.PreAcceptStore).Now() }
+
 // quietExecutor starts runs that never persist recovery metadata.
 type quietExecutor struct{ parkedExecutor }
 
@@ -34,10 +52,11 @@ func (quietExecutor) Run(context.Context, runtime.RunRequest) (runtime.RunHandle
 	return parkedHandle{}, nil
 }
 
-// An Execution start is two synced writes: the start transaction, then
-// either the run's first recovery persist, which marks it running in the
-// same transaction, or, for a run that persists nothing, the mark itself.
-// It was three for a run that persisted (start, persist, mark running).
+// An Execution start is one synced write, the start transaction (the
+// intent), and one deferred-sync write after the executor's start: either
+// the run's first recovery persist, which marks it running in the same
+// transaction, or, for a run that persists nothing, the mark itself. It
+// was three synced writes (start, persist, mark running), then two.
 func TestExecutionStartWrites(t *testing.T) {
 	for name, exec := range map[string]runtime.Executor{"persists": parkedExecutor{}, "persists nothing": quietExecutor{}} {
 		t.Run(name, func(t *testing.T) {
@@ -53,11 +72,12 @@ func TestExecutionStartWrites(t *testing.T) {
 				_, err := tx.PutWork(runtime.Work{ID: "w1", ScopeID: "s1", Kind: "task", Binding: "b", State: runtime.WorkPending})
 				return err
 			}))
-			before := store.commits.Load()
+			before, deferredBefore := store.commits.Load(), store.deferred.Load()
 			xs, err := h.engine.StartPending(ctx)
 			require.NoError(t, err)
 			require.Len(t, xs, 1)
-			assert.Equal(t, int64(2), store.commits.Load()-before, "synced writes for one start")
+			assert.Equal(t, int64(1), store.commits.Load()-before, "synced writes for one start")
+			assert.Equal(t, int64(1), store.deferred.Load()-deferredBefore, "deferred-sync writes for one start")
 			assert.Equal(t, runtime.ExecutionRunning, xs[0].State)
 
 			var stored runtime.Execution
@@ -76,4 +96,64 @@ func TestExecutionStartWrites(t *testing.T) {
 			assert.Equal(t, runtime.WorkRunning, h.work(t, "w1").State)
 		})
 	}
+}
+
+// losingStore models a machine crash before a deferred-sync commit
+// reached the disk: its TransactDeferSync runs fn and reports success,
+// but keeps nothing.
+type losingStore struct{ runtime.Store }
+
+var errLost = errors.New("lost with the machine")
+
+func (s losingStore) TransactDeferSync(ctx context.Context, fn func(runtime.Tx) error) error {
+	err := s.Store.Transact(ctx, func(tx runtime.Tx) error {
+		if err := fn(tx); err != nil {
+			return err
+		}
+		return errLost
+	})
+	if errors.Is(err, errLost) {
+		return nil
+	}
+	return err
+}
+
+// The start's deferred write (the run's metadata, marking it running) is
+// the one a machine crash can lose. What is left is the intent alone, an
+// Execution starting without metadata, and the engine after the restart
+// does what the crash table says for it: not adoptable, so the run is
+// stopped (never recovered) and the Work retried.
+func TestStartWhoseDeferredWriteIsLostIsStoppedAndRetried(t *testing.T) {
+	ctx := context.Background()
+	ex := newFakeExecutor()
+	ex.persist, ex.recoverOK = true, true
+	cfg := schedulerConfig(ex)
+	clock := runtimetest.NewFakeClock(t0)
+	cfg.Store = losingStore{openStore(t, clock)}
+	old := attach(t, cfg, clock)
+	w := newWork(t, old, "1", "k1")
+	start(t, old)
+	req := <-ex.started
+	// Ended whatever the test finds, so no observer outlives it.
+	t.Cleanup(func() { ex.finish(req.ExecutionID, runtime.RunResult{State: runtime.ExecutionStopped}) })
+
+	xs := old.executions(t, w.ID)
+	require.Len(t, xs, 1)
+	require.Equal(t, runtime.ExecutionStarting, xs[0].State, "the intent is all that was kept")
+	require.Empty(t, xs[0].Recovery)
+
+	cfg.Holder = "restarted"
+	fresh := attach(t, cfg, clock)
+	adopted, err := fresh.engine.Adopt(ctx)
+	require.NoError(t, err)
+	require.Len(t, adopted, 1)
+	assert.Equal(t, req.ExecutionID, <-ex.stopped, "stopped before any retry")
+	fresh.engine.Drain()
+	assert.Empty(t, drained(ex.recovered), "nothing to recover from")
+	xs = fresh.executions(t, w.ID)
+	require.Len(t, xs, 1)
+	assert.Equal(t, runtime.ExecutionStopped, xs[0].State)
+	assert.ErrorContains(t, errors.New(xs[0].Error), "not adoptable")
+	assert.Equal(t, runtime.WorkPending, fresh.work(t, w.ID).State, "retried")
+	old.engine.Drain()
 }

@@ -27,6 +27,52 @@ type Store interface {
 	Close() error
 }
 
+// DeferredSyncStore is a Store that can also commit a transaction without
+// waiting for the disk. The engine uses it only for writes whose loss
+// leaves a state the crash table already handles (an Execution's
+// recovery metadata after its start: an intent without metadata is not
+// adoptable, so stopped and retried).
+type DeferredSyncStore interface {
+	Store
+	// TransactDeferSync is Transact whose commit is atomic and visible when
+	// it returns and survives a crash of the process, but reaches the disk
+	// with the store's next synced commit (a later commit syncs every
+	// earlier one) or within the store's own bound, whichever is first. A
+	// machine crash before then loses it (with any deferred commit after
+	// it), never a synced commit.
+	// Its fn may not record a Change (accept an Event, put a Work): a
+	// change stream shows only durable changes. Doing so fails with
+	// ErrInvalid and commits nothing.
+	TransactDeferSync(ctx context.Context, fn func(Tx) error) error
+}
+
+// PreAcceptStore is a Store whose Events can be known before they are
+// accepted, so a push's routing can be decided first (outside any
+// transaction, as route handlers must be called) and applied in the
+// transaction that accepts it: one commit instead of two. Its
+// transactions are PreAcceptTx.
+type PreAcceptStore interface {
+	Store
+	// Now reads the clock that stamps the store's records.
+	Now() time.Time
+}
+
+// PreAcceptTx is the Tx of a PreAcceptStore.
+type PreAcceptTx interface {
+	// AcceptEventAt is AcceptEvent stamping a new Event accepted at at (a
+	// reading of the store's Now) instead of reading the clock itself.
+	AcceptEventAt(env Envelope, at time.Time) (Event, bool, error)
+}
+
+// transactDeferSync commits fn through s's deferred-sync path when it has
+// one, else as an ordinary synced transaction.
+func transactDeferSync(ctx context.Context, s Store, fn func(Tx) error) error {
+	if d, ok := s.(DeferredSyncStore); ok {
+		return d.TransactDeferSync(ctx, fn)
+	}
+	return s.Transact(ctx, fn)
+}
+
 // ReadTx holds the reads. Missing single records are ErrNotFound; an empty
 // page is not an error. A page limit ≤ 0 means DefaultPageLimit and a limit
 // above MaxPageLimit reads MaxPageLimit.

@@ -184,3 +184,30 @@ func BenchmarkScopeEventsPage(b *testing.B) {
 		b.ReportMetric(float64(largeT)/float64(smallT), "ratio-100k/1k")
 	})
 }
+
+// BenchmarkCommitSync compares one small KV write committed synced
+// (Transact) and deferred (TransactDeferSync) on the same store.
+func BenchmarkCommitSync(b *testing.B) {
+	for _, mode := range []string{"synced", "deferred"} {
+		b.Run(mode, func(b *testing.B) {
+			s := openStore(b, b.TempDir())
+			ctx := context.Background()
+			commit := s.Transact
+			if mode == "deferred" {
+				commit = s.TransactDeferSync
+			}
+			n := 0
+			for b.Loop() {
+				n++
+				err := commit(ctx, func(tx runtime.Tx) error {
+					return tx.KVCommit(runtime.KVBatch{Puts: []runtime.KVPut{
+						{Namespace: "bench", Key: "counter", Value: []byte(fmt.Sprint(n))},
+					}})
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -10,6 +10,16 @@
 // only the integrity of the database across a power loss, not the last
 // commits, which is not what "accepted" promises.)
 //
+// The one exception is asked for by name: TransactDeferSync
+// (runtime.DeferredSyncStore) commits one transaction with NORMAL, which
+// writes the log without the fsync. Its commit survives a crash of the
+// process and reaches the disk with the next synced commit (the log is
+// appended in commit order and its frames' checksums chain, so recovery
+// keeps a prefix of the commits), or with a sync of the store's own
+// within DeferredSyncBound, or at Close. It may record no Change, so the
+// change stream never shows what a machine crash could take back. The
+// engine uses it for an Execution's recovery metadata after its start.
+//
 // Writes go through a single writer connection: write transactions are
 // serialised in Go, each waiting its turn without spinning and giving up
 // when its context ends, and each begins IMMEDIATE so it holds the write
@@ -21,8 +31,9 @@
 // The schema is versioned in the schema_version table and migrated
 // forward, one migration per transaction, when the store opens; a database
 // newer than this build is refused. Indexes keep the log's reads
-// proportional to what they return: Events by (scope_id, sequence) and the
-// event_works link table by (work_id, sequence).
+// proportional to what they return: Events by (scope_id, sequence), the
+// event_works link table by (work_id, sequence) and open Work by
+// correlation key through work_keys.
 //
 // Artifact content never enters the database: BlobStore streams it to a
 // temporary file under artifacts/, fsyncs it and renames it to its

@@ -37,7 +37,77 @@ const (
 	// in between. After its third "between" it stops there until killed,
 	// which leaves exactly the half-applied state the drill must see.
 	drillSplit = "split"
+
+	// drillDeferred's child commits numbered KV records with
+	// TransactDeferSync, saying "ack N" after each commit returned;
+	// drillDeferredEarly's, its negative control, acknowledges its third
+	// record before committing it and stops there until killed.
+	drillDeferred      = "deferred"
+	drillDeferredEarly = "deferred-early"
+	drillDeferredNS    = "deferred"
 )
+
+// runDeferredChild is the child of the deferred-sync drill.
+func runDeferredChild(s *sqlite.Store, early bool, fail func(error)) {
+	ctx := context.Background()
+	var next int64
+	if err := s.View(ctx, func(tx runtime.ReadTx) error {
+		page, err := tx.KVList(drillDeferredNS, "n/", "", runtime.MaxPageLimit)
+		next = int64(len(page)) + 1 // the drill's rounds stay under a page
+		return err
+	}); err != nil {
+		fail(err)
+	}
+	for ; ; next++ {
+		if early && next%3 == 0 {
+			fmt.Fprintf(os.Stdout, "ack %d\n", next)
+			select {} // until killed
+		}
+		err := s.TransactDeferSync(ctx, func(tx runtime.Tx) error {
+			return tx.KVCommit(runtime.KVBatch{
+				Preconditions: []runtime.KVPrecondition{{Namespace: drillDeferredNS, Key: drillKey(next), Absent: true}},
+				Puts:          []runtime.KVPut{{Namespace: drillDeferredNS, Key: drillKey(next), Value: []byte("v")}},
+			})
+		})
+		if err != nil {
+			fail(err)
+		}
+		if _, err := fmt.Fprintf(os.Stdout, "ack %d\n", next); err != nil {
+			fail(err)
+		}
+	}
+}
+
+// verifyDeferredDrill reopens dir and proves that the records run 1..n
+// without a gap and that every acknowledged one is there.
+func verifyDeferredDrill(ctx context.Context, dir string, acked int64) (int64, error) {
+	s, err := sqlite.Open(dir)
+	if err != nil {
+		return 0, err
+	}
+	defer s.Close()
+	if err := s.Check(ctx); err != nil {
+		return 0, err
+	}
+	var n int64
+	err = s.View(ctx, func(tx runtime.ReadTx) error {
+		page, err := tx.KVList(drillDeferredNS, "n/", "", runtime.MaxPageLimit)
+		if err != nil {
+			return err
+		}
+		for i, en := range page {
+			if en.Key != drillKey(int64(i)+1) {
+				return fmt.Errorf("record %s where %s was due", en.Key, drillKey(int64(i)+1))
+			}
+		}
+		n = int64(len(page))
+		if n < acked {
+			return fmt.Errorf("acknowledged deferred commits are missing: %d records, last ack %d", n, acked)
+		}
+		return nil
+	})
+	return n, err
+}
 
 func drillKey(n int64) string { return fmt.Sprintf("n/%08d", n) }
 
@@ -57,6 +127,10 @@ func runDrillChild(dir string) {
 	s, err := sqlite.Open(dir)
 	if err != nil {
 		fail(err)
+	}
+	if mode := os.Getenv(drillModeEnv); mode == drillDeferred || mode == drillDeferredEarly {
+		runDeferredChild(s, mode == drillDeferredEarly, fail)
+		return
 	}
 	split := os.Getenv(drillModeEnv) == drillSplit
 	ctx := context.Background()
@@ -270,4 +344,31 @@ func TestDurabilityDrillSeesHalfAppliedWrites(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "half-applied write")
 	assert.False(t, errors.Is(err, runtime.ErrInvalid))
+}
+
+// TestDurabilityDrillDeferredSync kills a child committing with
+// TransactDeferSync: a killed process loses no commit it acknowledged
+// (the log is written before the commit returns, only its fsync waits).
+func TestDurabilityDrillDeferredSync(t *testing.T) {
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0))
+	dir := t.TempDir()
+	var acked int64
+	for range 5 {
+		kill := 1 + rng.IntN(drillMaxAcks)
+		acked = drillRound(t, dir, drillDeferred, acked, func(_ string, acks int) bool { return acks == kill })
+	}
+	n, err := verifyDeferredDrill(t.Context(), dir, acked)
+	require.NoError(t, err)
+	t.Logf("%d deferred commits acknowledged, %d kept", acked, n)
+}
+
+// TestDurabilityDrillDeferredSeesALostAck is its negative control: a child
+// that acknowledges a record before committing it, killed there, fails the
+// verification.
+func TestDurabilityDrillDeferredSeesALostAck(t *testing.T) {
+	dir := t.TempDir()
+	acked := drillRound(t, dir, drillDeferredEarly, 0, func(_ string, acks int) bool { return acks == 3 })
+	_, err := verifyDeferredDrill(t.Context(), dir, acked)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "acknowledged deferred commits are missing")
 }

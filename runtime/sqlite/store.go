@@ -3,11 +3,13 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -40,11 +42,27 @@ type Store struct {
 	rstmts *stmtCache
 	now    func() time.Time
 	closed atomic.Bool
+
+	// Deferred-sync bookkeeping: deferredGen counts deferred commits,
+	// syncedGen is the count a synced commit has covered (the writer is
+	// one connection, so a synced commit covers every deferred one that
+	// committed before it began). flush is armed while some are not.
+	deferredGen, syncedGen atomic.Int64
+	flushMu                sync.Mutex
+	flush                  *time.Timer
 }
+
+// DeferredSyncBound is how long a deferred-sync commit may stay off the
+// disk when no synced commit follows it: the store then syncs it itself.
+const DeferredSyncBound = 50 * time.Millisecond
 
 var (
 	_ runtime.Store     = (*Store)(nil)
 	_ runtime.BlobStore = (*Store)(nil)
+
+	_ runtime.DeferredSyncStore = (*Store)(nil)
+	_ runtime.PreAcceptStore    = (*Store)(nil)
+	_ runtime.PreAcceptTx       = (*tx)(nil)
 )
 
 // Option configures Open.
@@ -124,6 +142,10 @@ func dsn(path string, q url.Values) string {
 	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
 }
 
+// Now implements runtime.PreAcceptStore: it reads the clock that stamps
+// the store's records.
+func (s *Store) Now() time.Time { return s.now() }
+
 // Dir is the state directory.
 func (s *Store) Dir() string { return s.dir }
 
@@ -187,7 +209,8 @@ func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 
 var errClosed = errors.New("sqlite: store is closed")
 
-// Transact implements runtime.Store.
+// Transact implements runtime.Store: its commit is on disk when it
+// returns (synchronous=FULL).
 func (s *Store) Transact(ctx context.Context, fn func(runtime.Tx) error) (err error) {
 	if s.closed.Load() {
 		return errClosed
@@ -200,7 +223,69 @@ func (s *Store) Transact(ctx context.Context, fn func(runtime.Tx) error) (err er
 		}
 		return fmt.Errorf("sqlite: begin: %w", err)
 	}
-	t := &tx{reader: reader{q: querier{ctx: ctx, tx: sqlTx, cache: s.wstmts}}, now: s.now}
+	covers := s.deferredGen.Load() // the writer is ours: no deferred commit is under way
+	if err := s.run(ctx, sqlTx, fn, false); err != nil {
+		return err
+	}
+	for {
+		synced := s.syncedGen.Load()
+		if synced >= covers || s.syncedGen.CompareAndSwap(synced, covers) {
+			return nil
+		}
+	}
+}
+
+// TransactDeferSync implements runtime.DeferredSyncStore. The commit runs
+// with synchronous=NORMAL, which in WAL mode writes the log without an
+// fsync: a killed process loses nothing (the writes are in the kernel),
+// and the next synced commit's fsync of the log covers it, since the log
+// is appended in commit order and its checksums chain, so recovery after
+// a machine crash keeps a prefix of the commits. The connection goes back
+// to FULL before any other transaction can have it.
+func (s *Store) TransactDeferSync(ctx context.Context, fn func(runtime.Tx) error) error {
+	if s.closed.Load() {
+		return errClosed
+	}
+	conn, err := s.writer.Conn(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("sqlite: begin: %w", err)
+	}
+	defer conn.Close()
+	// The pragmas run without ctx: once the connection is ours, it must go
+	// back to FULL whatever happens to the caller.
+	if _, err := conn.ExecContext(context.Background(), `PRAGMA synchronous = NORMAL`); err != nil {
+		return fmt.Errorf("sqlite: deferred sync: %w", err)
+	}
+	runErr := func() error {
+		sqlTx, err := conn.BeginTx(ctx, nil)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("sqlite: begin: %w", err)
+		}
+		return s.run(ctx, sqlTx, fn, true)
+	}()
+	if _, err := conn.ExecContext(context.Background(), `PRAGMA synchronous = FULL`); err != nil {
+		// A writer that might commit unsynced is closed, not reused: the
+		// pool opens a new one with the DSN's FULL.
+		conn.Raw(func(any) error { return driver.ErrBadConn })
+		return errors.Join(runErr, fmt.Errorf("sqlite: deferred sync: restoring synchronous=FULL: %w", err))
+	}
+	if runErr != nil {
+		return runErr
+	}
+	s.deferredGen.Add(1)
+	s.armFlush()
+	return nil
+}
+
+// run runs fn in sqlTx and commits it.
+func (s *Store) run(ctx context.Context, sqlTx *sql.Tx, fn func(runtime.Tx) error, deferSync bool) error {
+	t := &tx{reader: reader{q: querier{ctx: ctx, tx: sqlTx, cache: s.wstmts}}, now: s.now, deferSync: deferSync}
 	finished := false
 	defer func() {
 		t.q.done = true
@@ -213,6 +298,9 @@ func (s *Store) Transact(ctx context.Context, fn func(runtime.Tx) error) (err er
 		return err
 	}
 	t.q.done = true
+	if t.refused {
+		return errDeferredChange // fn went on after the refusal: commit nothing
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -224,6 +312,40 @@ func (s *Store) Transact(ctx context.Context, fn func(runtime.Tx) error) (err er
 		return fmt.Errorf("sqlite: commit: %w", err)
 	}
 	return nil
+}
+
+// Unsynced reports whether a deferred-sync commit is not yet covered by a
+// synced one.
+func (s *Store) Unsynced() bool { return s.deferredGen.Load() > s.syncedGen.Load() }
+
+// armFlush makes sure a sync follows within DeferredSyncBound.
+func (s *Store) armFlush() {
+	s.flushMu.Lock()
+	defer s.flushMu.Unlock()
+	if s.flush == nil && !s.closed.Load() {
+		s.flush = time.AfterFunc(DeferredSyncBound, func() {
+			s.flushMu.Lock()
+			s.flush = nil
+			s.flushMu.Unlock()
+			if err := s.Sync(context.Background()); err != nil && !s.closed.Load() {
+				s.armFlush() // try again; nothing else would
+			}
+		})
+	}
+}
+
+// Sync puts every deferred-sync commit so far on disk: a no-op when a
+// synced commit has covered them, else one synced commit of its own.
+func (s *Store) Sync(ctx context.Context) error {
+	if !s.Unsynced() {
+		return nil
+	}
+	// A write that changes nothing still writes its page, so its commit
+	// is an fsync of the log.
+	return s.Transact(ctx, func(rt runtime.Tx) error {
+		_, err := rt.(*tx).q.exec(`UPDATE schema_version SET version = version`)
+		return err
+	})
 }
 
 // View implements runtime.Store.
@@ -279,10 +401,18 @@ func (s *Store) Check(ctx context.Context) error {
 
 // Close implements runtime.Store. It waits for running transactions.
 func (s *Store) Close() error {
+	// Deferred commits go to disk before the store closes.
+	syncErr := s.Sync(context.Background())
 	if s.closed.Swap(true) {
 		return nil
 	}
+	s.flushMu.Lock()
+	if s.flush != nil {
+		s.flush.Stop()
+		s.flush = nil
+	}
+	s.flushMu.Unlock()
 	s.wstmts.close()
 	s.rstmts.close()
-	return errors.Join(s.reader.Close(), s.writer.Close())
+	return errors.Join(syncErr, s.reader.Close(), s.writer.Close())
 }

@@ -28,6 +28,23 @@ func isUniqueViolation(err error) bool {
 type tx struct {
 	reader
 	now func() time.Time
+	// deferSync marks a TransactDeferSync transaction, which may record
+	// no Change; refused is set when one tried, so it never commits.
+	deferSync, refused bool
+}
+
+// errDeferredChange refuses a Change in a deferred-sync transaction: a
+// change stream shows only what is on disk.
+var errDeferredChange = fmt.Errorf("%w: a deferred-sync transaction records no change (accept an event, put a work)", runtime.ErrInvalid)
+
+// refuseChange is checked before the first statement of a write that
+// records a Change.
+func (t *tx) refuseChange() error {
+	if t.deferSync {
+		t.refused = true
+		return errDeferredChange
+	}
+	return nil
 }
 
 func (t *tx) stamp() int64 { return t.now().UnixNano() }
@@ -42,6 +59,23 @@ func (t *tx) execErr(what string, err error) error {
 // Events.
 
 func (t *tx) AcceptEvent(env runtime.Envelope) (runtime.Event, bool, error) {
+	return t.acceptEvent(env, 0)
+}
+
+// AcceptEventAt implements runtime.PreAcceptTx.
+func (t *tx) AcceptEventAt(env runtime.Envelope, at time.Time) (runtime.Event, bool, error) {
+	if at.IsZero() {
+		return runtime.Event{}, false, fmt.Errorf("%w: an acceptance time is required", runtime.ErrInvalid)
+	}
+	return t.acceptEvent(env, at.UnixNano())
+}
+
+// acceptEvent accepts env, stamping a new Event at stamp (the store's
+// clock when 0).
+func (t *tx) acceptEvent(env runtime.Envelope, stamp int64) (runtime.Event, bool, error) {
+	if err := t.refuseChange(); err != nil {
+		return runtime.Event{}, false, err
+	}
 	sig, err := runtime.ValidateEnvelope(env)
 	if err != nil {
 		return runtime.Event{}, false, err
@@ -83,7 +117,10 @@ func (t *tx) AcceptEvent(env runtime.Envelope) (runtime.Event, bool, error) {
 	}
 	ev.Works = normaliseSet(env.Works)
 	ev.Payload = rawJSON(slices.Clone(env.Payload))
-	ev.AcceptedAt = fromNanos(t.stamp())
+	if stamp == 0 {
+		stamp = t.stamp()
+	}
+	ev.AcceptedAt = fromNanos(stamp)
 	if !env.OccurredAt.IsZero() {
 		ev.OccurredAt = env.OccurredAt.UTC()
 	}
@@ -204,6 +241,9 @@ func validateWork(w runtime.Work) error {
 }
 
 func (t *tx) PutWork(w runtime.Work) (runtime.Work, error) {
+	if err := t.refuseChange(); err != nil {
+		return runtime.Work{}, err
+	}
 	if err := validateWork(w); err != nil {
 		return runtime.Work{}, err
 	}
@@ -266,6 +306,9 @@ func (t *tx) PutWork(w runtime.Work) (runtime.Work, error) {
 // the change commits (or rolls back) with what it records. The single
 // writer makes AUTOINCREMENT assign Seqs in commit order.
 func (t *tx) logChange(c runtime.Change) error {
+	if err := t.refuseChange(); err != nil {
+		return err
+	}
 	_, err := t.q.exec(`INSERT INTO changes (kind, ref, scope_id, sequence, state, revision, at)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`, string(c.Kind), c.ID, c.ScopeID, c.Sequence, string(c.State), c.Revision, nanos(c.At))
 	if err != nil {
