@@ -24,3 +24,15 @@ func SetAfterServe(f func(method string)) (restore func()) {
 	afterServe = f
 	return func() { afterServe = nil }
 }
+
+// SetEagerServing makes the connections ServeConn starts from now on hand
+// every request to a goroutine (false), as before requests started on the
+// reader, or start them on it (true, the default).
+func SetEagerServing(on bool) (restore func()) {
+	old := eagerServing
+	eagerServing = nil
+	if on {
+		eagerServing = servedEager
+	}
+	return func() { eagerServing = old }
+}

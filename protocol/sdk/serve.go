@@ -95,7 +95,7 @@ func ServeConn(ctx context.Context, r io.Reader, w io.Writer, ext *Extension) er
 		MaxInflight: maxInflight,
 		DecodeError: DecodeError,
 		Logf:        s.logf,
-		Eager:       servedEager,
+		Eager:       eagerServing,
 	})
 	close(ready)
 	for {
@@ -141,6 +141,10 @@ func ServeConn(ctx context.Context, r io.Reader, w io.Writer, ext *Extension) er
 // they saw no $/cancel and one that blocked stalled the connection for
 // good.)
 func servedEager(string) bool { return true }
+
+// eagerServing is the Eager option ServeConn passes (a variable so a
+// benchmark can compare it with handing every request to a goroutine).
+var eagerServing = servedEager
 
 // beforeServe, when set, runs as a request's handler starts: tests hold a
 // handler there to start it after a later request's.
