@@ -95,8 +95,8 @@
 //		print the sample Events the scope's routes offer, one a line
 //	webhook send [--hold NAME] [--want STATUS] SCOPE ENTRY FILE
 //		post FILE to notes' webhook of SCOPE/ENTRY, signed as notes
-//		verifies it; STATUS is a code, 2xx, 4xx, 5xx, lost (no answer)
-//		or fail (not 2xx, lost included), default 2xx; --hold makes
+//		verifies it; STATUS is a code, 2xx, 4xx, 5xx, lost (no answer),
+//		fail (not 2xx, lost included) or any, default 2xx; --hold makes
 //		notes hold the verified request and returns once it does
 //	webhook answer [--want STATUS] NAME
 //		check how the held request NAME ended
