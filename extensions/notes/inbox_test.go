@@ -282,3 +282,57 @@ func TestInboxConfigured(t *testing.T) {
 	}
 	require.NoError(t, c.Call(ctx, "shutdown", nil, nil))
 }
+
+// FuzzInboxFile puts one file, named and filled from outside, in an inbox
+// and runs a pass: a file is delivered only when its name is a delivery
+// ID with .json and its body a delivery whose Events the host can accept
+// on the inbox's source, and removed only then; anything else is refused
+// and left where it is, and nothing else in the directory is touched.
+func FuzzInboxFile(f *testing.F) {
+	f.Add("a1.json", []byte(`{"notes":[{"id":"a","rev":"1","title":"t"}]}`))
+	f.Add("../a1.json", []byte(`{"notes":[{"id":"a","rev":"1","title":"t"}]}`))
+	f.Add("bad name.json", []byte(`{"notes":[]}`))
+	f.Add(".partial.json", []byte(`{"notes":[{"id":"a","rev":"1"}]}`))
+	f.Add("x.json", []byte(`not json`))
+	m, err := protocol.ParseManifest(notes.Extension().Manifest)
+	require.NoError(f, err)
+	f.Fuzz(func(t *testing.T, name string, body []byte) {
+		if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00") || len(name) > 200 || name == ".keep" {
+			t.Skip("not a file name in one directory")
+		}
+		dir := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(dir, ".keep"), []byte("not mine"), 0o600))
+		if err := os.WriteFile(filepath.Join(dir, name), body, 0o600); err != nil {
+			t.Skip("the file system refuses the name")
+		}
+		f := &fakeDeliver{}
+		acked, kept, refused := notes.NewTestInbox(dir, inboxSource, f.deliver, func(string, ...any) {}).Pass(t.Context())
+		assert.Empty(t, kept)
+		for _, c := range f.calls {
+			assert.Equal(t, inboxSource, c.Source)
+			for _, e := range c.Events {
+				if e.Source != inboxSource || e.Family != notes.FamilyNote || m.CheckWrite(e.Schema) != nil || !json.Valid(e.Payload) ||
+					!strings.Contains(e.DeliveryID, "@") || strings.ContainsAny(e.DeliveryID, `/\`) {
+					t.Fatalf("file %q %q gave an event the host would refuse: %+v", name, body, e)
+				}
+			}
+		}
+		_, err := os.Stat(filepath.Join(dir, name))
+		switch {
+		case len(acked) == 1:
+			assert.Equal(t, []string{name}, acked)
+			assert.Len(t, f.calls, 1)
+			assert.True(t, strings.HasSuffix(name, ".json") && !strings.HasPrefix(name, "."), "delivered %q", name)
+			assert.Error(t, err, "an acknowledged file is removed")
+		default:
+			assert.Empty(t, f.calls, "%q was not delivered, so nothing was sent", name)
+			assert.NoError(t, err, "%q is left where it is", name)
+			if !strings.HasPrefix(name, ".") {
+				assert.Equal(t, []string{name}, refused)
+			}
+		}
+		got, err := os.ReadFile(filepath.Join(dir, ".keep"))
+		require.NoError(t, err)
+		assert.Equal(t, "not mine", string(got))
+	})
+}
