@@ -48,17 +48,23 @@ func (e *Engine) decideBeforeAccept(ctx context.Context, envs []Envelope) *preRo
 	if !ok || len(envs) == 0 {
 		return nil
 	}
-	var latest, cursor int64
-	err := e.store.View(ctx, func(r ReadTx) error {
-		var err error
-		if latest, err = r.LatestSequence(); err != nil {
+	// After a push this engine routed, the log ends where that push left
+	// it unless another writer came between, which the accepting
+	// transaction sees; otherwise one read says where it ends.
+	latest := e.routedTail.Load() - 1
+	if latest < 0 {
+		var cursor int64
+		err := e.store.View(ctx, func(r ReadTx) error {
+			var err error
+			if latest, err = r.LatestSequence(); err != nil {
+				return err
+			}
+			_, err = kvGetJSON(r, NamespaceRouting, routingCursorKey, &cursor)
 			return err
+		})
+		if err != nil || cursor != latest {
+			return nil // Events are waiting for routing, and go first
 		}
-		_, err = kvGetJSON(r, NamespaceRouting, routingCursorKey, &cursor)
-		return err
-	})
-	if err != nil || cursor != latest {
-		return nil // Events are waiting for routing, and go first
 	}
 	p := &preRoute{latest: latest, at: fromStoreTime(ps.Now())}
 	dctx, cancel := context.WithTimeout(ctx, PushRouteTimeout)
@@ -168,6 +174,11 @@ func (e *Engine) acceptRouted(ctx context.Context, envs []Envelope, p *preRoute)
 		}
 		return nil
 	})
+	if err == nil && routed == len(envs) {
+		e.routedTail.Store(out[len(out)-1].Sequence + 1)
+	} else {
+		e.routedTail.Store(0) // the next push reads where the log ends
+	}
 	if errors.Is(err, errPushRoute) {
 		// Nothing committed: accept alone; the pass routes (and reports).
 		out, err = e.acceptOnly(ctx, envs)

@@ -275,3 +275,31 @@ func TestPushRoutingDecidedOnOtherEventsIsNotApplied(t *testing.T) {
 	require.False(t, shown[0].AcceptedAt.Equal(evs[0].AcceptedAt), "the store accepted another Event than the one decided on")
 	assert.Zero(t, h.cursor(t), "its routing is not applied")
 }
+
+// After a routed push the engine predicts the next push's Events from
+// where it left the log; when another writer accepted an Event since,
+// the prediction is wrong, the accepting transaction sees it and applies
+// nothing, and the pass routes both in sequence order.
+func TestPushAfterAnotherWriterIsNotRoutedOnAStalePrediction(t *testing.T) {
+	h := newPushHarness(t, payloadSource{})
+	first := h.push(t, "d1", payload{Match: true, Key: "k1"})
+	require.Equal(t, first[0].Sequence, h.cursor(t))
+	other := accept(t, h.harness, testEnvelope("up", "elsewhere", "s1", payload{Match: true, Key: "k2"}))
+	evs := h.push(t, "d2", payload{Match: true, Key: "k3"})
+	assert.Equal(t, first[0].Sequence, h.cursor(t), "nothing routed past the other writer's Event")
+	for _, ev := range []runtime.Event{other[0], evs[0]} {
+		_, err := h.engine.RouteRecordOf(context.Background(), ev.ID)
+		assert.ErrorIs(t, err, runtime.ErrNotFound)
+	}
+
+	n, err := h.engine.RoutePending(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, 2, n)
+	assert.Equal(t, evs[0].Sequence, h.cursor(t))
+	assert.Equal(t, runtime.DispositionCreated, record(t, h.harness, evs[0].ID).Disposition)
+
+	// Routed by the pass, the log's end is read again: the next push is
+	// routed with its acceptance.
+	next := h.push(t, "d3", payload{Match: true, Key: "k4"})
+	assert.Equal(t, next[0].Sequence, h.cursor(t))
+}
