@@ -93,9 +93,9 @@ func TestSoak(t *testing.T) {
 	rep, err := drill.Soak(t.Context(), drill.SoakOptions{Binary: filepath.Join(binDir, "open-conduit"), Rounds: 20})
 	require.NoError(t, err)
 	t.Logf("seed %d: %d kills, sent %d, acknowledged %d (%d deliveries), stored %d, lost %d, duplicated %d, integrity %s; "+
-		"operations: %d Works (%d settled), %d acknowledged, %d effects, %d lost, %d twice; %.1fs",
+		"operations: %d Works (%d settled, %d retried), %d acknowledged, %d effects, %d lost, %d twice; %.1fs",
 		rep.Seed, rep.Kills, rep.Sent, rep.Acknowledged, rep.Deliveries, rep.Stored, rep.Lost, rep.Duplicated, rep.Integrity,
-		rep.OpWorks, rep.OpSettled, rep.OpAcknowledged, rep.OpEffects, rep.OpLost, rep.OpTwice, rep.Elapsed)
+		rep.OpWorks, rep.OpSettled, rep.OpRetried, rep.OpAcknowledged, rep.OpEffects, rep.OpLost, rep.OpTwice, rep.Elapsed)
 	assert.Equal(t, 20, rep.Kills+rep.KillPointKills, "every round ended in a kill")
 	assert.Positive(t, rep.OpAcknowledged, "some operation was acknowledged at all")
 	assert.Zero(t, rep.OpLost, "every acknowledged operation's effect is kept")
