@@ -275,7 +275,7 @@ var criteria = []Criterion{
 	{
 		ID:      "lifecycle/shutdown",
 		Title:   "Shutdown",
-		Checks:  "after shutdown the package answers new requests shutting_down, finishes or cancels in-flight work, and exits before the host's grace period ends; with an executor.wait in flight on a run certification holds open, requests sent one after another are judged by their order on the wire: none written after the package refused one or answered shutdown is served, and a package that served any of them refuses one before it answers shutdown",
+		Checks:  "after shutdown the package answers new requests shutting_down, finishes or cancels in-flight work, and exits before the host's grace period ends; with an executor.wait in flight on a run certification holds open, requests sent one after another are judged by their order on the wire: only the first one written after shutdown may race its start and be served, none written after the package answered another or answered shutdown",
 		Section: sectionLifecycle,
 		Check:   conformance.CheckPackageShutdown,
 	},
