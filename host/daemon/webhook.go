@@ -158,6 +158,9 @@ func (w *webhookListener) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), WebhookTimeout)
 	defer cancel()
+	// Counted from here to its enqueue, so a commit can wait for it.
+	arrival := w.accept.arriving()
+	defer arrival.gone()
 	body, err := io.ReadAll(http.MaxBytesReader(rw, r.Body, MaxWebhookBody))
 	if err != nil {
 		var tooBig *http.MaxBytesError
@@ -175,7 +178,7 @@ func (w *webhookListener) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		w.handleFailed(rw, pr.pkg.Name, ctx, err)
 		return
 	}
-	events, err := w.accept.accept(ctx, envs)
+	events, err := arrival.accept(ctx, envs)
 	if err != nil {
 		status, code, msg := acceptRefusal(err)
 		if status != http.StatusConflict && status != http.StatusGatewayTimeout {
