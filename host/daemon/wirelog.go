@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,7 +28,14 @@ import (
 // The result of every secret.resolve the daemon answers, and the
 // toolbelt token of a run it starts (params.token of executor.run,
 // executor.recover and executor.resume), are written as "[redacted]": the
-// log holds no secret value and no credential.
+// log holds no secret value and no credential. A webhook.handle keeps its
+// method, its registered path (webhook_path, and path up to it), its
+// header names, its query's keys and its body; the rest of its path
+// (schedule's trigger token is a path segment), every header value but
+// those in wireHeaderAllow (a signature, an Authorization) and every
+// query value are "[redacted]". In a configure's or a validate's params
+// every string that reads as a secret reference (env:…, file:…) is
+// "[redacted]" too, wherever it is.
 const (
 	WireLogLineBytes = 64 << 10
 	WireLogFileBytes = 16 << 20
@@ -274,6 +283,18 @@ func (t *wireTap) record(direction string, line []byte, length int) {
 		rec.Text, rec.Truncated = wireRedacted, length
 		t.file.write(rec)
 		return
+	case direction == WireToExtension && env.Method != nil && wireRedactsParams(*env.Method):
+		// A webhook's path, query and headers carry its token or its
+		// signature; a configure's or validate's config may carry
+		// secret reference text.
+		red, err := redactParams(line, *env.Method, env.Params)
+		if err != nil {
+			t.mu.Unlock()
+			rec.Text, rec.Truncated = wireRedacted, length
+			t.file.write(rec)
+			return
+		}
+		line = red
 	case direction == WireToExtension && env.Method != nil && bytes.Contains(env.Params, []byte(`"token"`)):
 		// executor.run, .recover and .resume hand the run its toolbelt
 		// token: a bearer credential, kept out like a secret.
@@ -403,3 +424,157 @@ func (w *wireWriter) Write(p []byte) (int, error) {
 }
 
 func (w *wireWriter) Close() error { return w.w.Close() }
+
+// wireHeaderAllow are the webhook headers whose values the wire log
+// keeps: they describe the body, never authenticate it.
+var wireHeaderAllow = map[string]bool{
+	"Accept": true, "Content-Encoding": true, "Content-Length": true, "Content-Type": true, "User-Agent": true,
+}
+
+// wireRedactedText is wireRedacted's text.
+const wireRedactedText = "[redacted]"
+
+// wireRedactsParams names the requests whose params redactParams edits.
+func wireRedactsParams(method string) bool {
+	return method == "webhook.handle" || method == "configure" || strings.HasPrefix(method, "validate")
+}
+
+// redactParams is the request line with its params redacted for method.
+func redactParams(line []byte, method string, params json.RawMessage) ([]byte, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(line, &fields); err != nil {
+		return nil, err
+	}
+	if len(params) == 0 || string(params) == "null" {
+		return line, nil
+	}
+	var red any
+	if method == "webhook.handle" {
+		var p map[string]json.RawMessage
+		if err := json.Unmarshal(params, &p); err != nil {
+			return nil, err
+		}
+		if err := redactWebhook(p); err != nil {
+			return nil, err
+		}
+		red = p
+	} else {
+		var p any
+		dec := json.NewDecoder(bytes.NewReader(params))
+		dec.UseNumber()
+		if err := dec.Decode(&p); err != nil {
+			return nil, err
+		}
+		red = redactSecretRefs(p)
+	}
+	var err error
+	if fields["params"], err = json.Marshal(red); err != nil {
+		return nil, err
+	}
+	return json.Marshal(fields)
+}
+
+// redactWebhook edits webhook.handle's params in place. A member of
+// another shape than the protocol's is redacted whole.
+func redactWebhook(p map[string]json.RawMessage) error {
+	var prefix string
+	if raw, ok := p["webhook_path"]; ok && json.Unmarshal(raw, &prefix) != nil {
+		p["webhook_path"], prefix = json.RawMessage(wireRedacted), ""
+	}
+	if raw, ok := p["path"]; ok {
+		var path string
+		if json.Unmarshal(raw, &path) != nil {
+			path = ""
+		}
+		p["path"] = mustJSON(redactWebhookPath(path, prefix))
+	}
+	if raw, ok := p["query"]; ok {
+		var q string
+		if json.Unmarshal(raw, &q) != nil {
+			p["query"] = json.RawMessage(wireRedacted)
+		} else {
+			p["query"] = mustJSON(redactQuery(q))
+		}
+	}
+	if raw, ok := p["headers"]; ok {
+		var h map[string][]string
+		if json.Unmarshal(raw, &h) != nil {
+			p["headers"] = json.RawMessage(wireRedacted)
+		} else {
+			for name, vs := range h {
+				if wireHeaderAllow[http.CanonicalHeaderKey(name)] {
+					continue
+				}
+				for i := range vs {
+					vs[i] = wireRedactedText
+				}
+			}
+			p["headers"] = mustJSON(h)
+		}
+	}
+	return nil
+}
+
+// redactWebhookPath keeps path up to the registered prefix (at a segment
+// boundary) and redacts the rest; a path not under it is redacted whole.
+func redactWebhookPath(path, prefix string) string {
+	prefix = strings.TrimSuffix(prefix, "/")
+	switch {
+	case prefix != "" && path == prefix:
+		return path
+	case prefix != "" && strings.HasPrefix(path, prefix+"/"):
+		if path == prefix+"/" {
+			return path
+		}
+		return prefix + "/" + wireRedactedText
+	}
+	return wireRedactedText
+}
+
+// redactQuery keeps a raw query's keys and redacts every value.
+func redactQuery(q string) string {
+	if q == "" {
+		return q
+	}
+	parts := strings.Split(q, "&")
+	for i, kv := range parts {
+		if k, _, ok := strings.Cut(kv, "="); ok {
+			parts[i] = k + "=" + wireRedactedText
+		}
+	}
+	return strings.Join(parts, "&")
+}
+
+// redactSecretRefs replaces every string in v that reads as a secret
+// reference.
+func redactSecretRefs(v any) any {
+	switch v := v.(type) {
+	case string:
+		if looksLikeSecretRef(v) {
+			return wireRedactedText
+		}
+	case []any:
+		for i := range v {
+			v[i] = redactSecretRefs(v[i])
+		}
+	case map[string]any:
+		for k := range v {
+			v[k] = redactSecretRefs(v[k])
+		}
+	}
+	return v
+}
+
+// looksLikeSecretRef: a reference's schemes (secrets.go), case aside.
+func looksLikeSecretRef(s string) bool {
+	s = strings.ToLower(strings.TrimSpace(s))
+	return strings.HasPrefix(s, "env:") || strings.HasPrefix(s, "file:")
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return json.RawMessage(wireRedacted)
+	}
+	return b
+}

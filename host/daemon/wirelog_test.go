@@ -179,11 +179,63 @@ func TestWireLogBounds(t *testing.T) {
 // answer to a secret.resolve it asked with that id: whatever the package
 // wrote passes on unchanged, the log stays JSON lines, and the secret in
 // the answer never reaches the log.
+// TestWireLogRedactsWebhooksAndConfigs: a webhook.handle keeps its
+// method, its registered path, its header names, its query's keys, the
+// values of the allowed headers and its body, and nothing else of its
+// path, headers or query; a configure's and a validate's secret reference
+// text is redacted wherever it is; a request of another shape than the
+// protocol's loses the member rather than logging it.
+func TestWireLogRedactsWebhooksAndConfigs(t *testing.T) {
+	for name, tc := range map[string]struct{ request, want string }{
+		"a webhook": {
+			`{"jsonrpc":"2.0","id":1,"method":"webhook.handle","params":{"method":"POST","path":"/schedule/home/jobs/tick/hunter2-token","webhook_path":"/schedule/home/jobs","query":"sig=hunter2-q&flag","headers":{"Authorization":["Bearer hunter2-auth"],"X-Notes-Signature":["sha256=hunter2"],"Content-Type":["application/json"],"User-Agent":["curl"]},"body":"e30="}}`,
+			`{"jsonrpc":"2.0","id":1,"method":"webhook.handle","params":{"method":"POST","path":"/schedule/home/jobs/[redacted]","webhook_path":"/schedule/home/jobs","query":"sig=[redacted]\u0026flag","headers":{"Authorization":["[redacted]"],"X-Notes-Signature":["[redacted]"],"Content-Type":["application/json"],"User-Agent":["curl"]},"body":"e30="}}`,
+		},
+		"the registered path itself": {
+			`{"jsonrpc":"2.0","id":1,"method":"webhook.handle","params":{"path":"/notes/team/inbox","webhook_path":"/notes/team/inbox"}}`,
+			`{"jsonrpc":"2.0","id":1,"method":"webhook.handle","params":{"path":"/notes/team/inbox","webhook_path":"/notes/team/inbox"}}`,
+		},
+		"a path not under its prefix": {
+			`{"jsonrpc":"2.0","id":1,"method":"webhook.handle","params":{"path":"/notes/teamhunter2","webhook_path":"/notes/team"}}`,
+			`{"jsonrpc":"2.0","id":1,"method":"webhook.handle","params":{"path":"[redacted]","webhook_path":"/notes/team"}}`,
+		},
+		"members of another shape": {
+			`{"jsonrpc":"2.0","id":1,"method":"webhook.handle","params":{"path":["hunter2"],"webhook_path":7,"query":{"a":"hunter2"},"headers":"hunter2"}}`,
+			`{"jsonrpc":"2.0","id":1,"method":"webhook.handle","params":{"path":"[redacted]","webhook_path":"[redacted]","query":"[redacted]","headers":"[redacted]"}}`,
+		},
+		"a configure": {
+			`{"jsonrpc":"2.0","id":2,"method":"configure","params":{"connections":[{"name":"hook","config":{"url":"https://x","key":"env:HUNTER2","nested":["FILE:/hunter2"]}}],"generation":3}}`,
+			`{"jsonrpc":"2.0","id":2,"method":"configure","params":{"connections":[{"name":"hook","config":{"url":"https://x","key":"[redacted]","nested":["[redacted]"]}}],"generation":3}}`,
+		},
+		"a validate": {
+			`{"jsonrpc":"2.0","id":3,"method":"validate","params":{"kind":"connection","config":{"token":"env:HUNTER2"},"secret_names":["token"]}}`,
+			`{"jsonrpc":"2.0","id":3,"method":"validate","params":{"kind":"connection","config":{"token":"[redacted]"},"secret_names":["token"]}}`,
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			l := NewWireLog(dir)
+			_, gotIn := tapRun(t, l, "p", "", tc.request+"\n")
+			require.NoError(t, l.Close())
+			assert.Equal(t, tc.request+"\n", gotIn, "the package gets the request unchanged")
+			recs := wireRecords(t, filepath.Join(dir, "p.wire.jsonl"))
+			require.Len(t, recs, 1)
+			assert.JSONEq(t, tc.want, string(recs[0].Message))
+			assert.NotContains(t, strings.ToLower(string(recs[0].Message)), "hunter2")
+		})
+	}
+}
+
 func FuzzWireTap(f *testing.F) {
 	f.Add([]byte(`{"jsonrpc":"2.0","id":7,"method":"secret.resolve","params":{}}`+"\n"), "7")
 	f.Add([]byte(`{"jsonrpc":"2.0","id":"a","method":"secret.resolve"}`+"\n"+`{"id":"a","result":1}`+"\n"), `"a"`)
 	f.Add([]byte("not json\n{\"id\":"), "1")
 	f.Add([]byte(`[{"jsonrpc":"2.0","id":1,"method":"secret.resolve"}]`+"\n"), "1")
+	// The daemon's own requests pass the same tap: a webhook and a
+	// configure the package echoes back, well formed or not.
+	f.Add([]byte(`{"jsonrpc":"2.0","id":9,"method":"webhook.handle","params":{"path":"/p/x/zq-fuzz-secret-value","webhook_path":"/p","query":"a=1&b","headers":{"Authorization":["x"]}}}`+"\n"), "9")
+	f.Add([]byte(`{"jsonrpc":"2.0","id":3,"method":"configure","params":{"connections":[{"config":{"k":"env:X"}}]}}`+"\n"), "3")
+	f.Add([]byte(`{"jsonrpc":"2.0","id":4,"method":"webhook.handle","params":{"path":7,"headers":[1],"query":null}}`+"\n"), "4")
 	f.Fuzz(func(t *testing.T, fromExt []byte, id string) {
 		const secret = "zq-fuzz-secret-value"
 		dir := t.TempDir()
