@@ -118,10 +118,6 @@ func (p *Process) launch() (*instance, error) {
 	inst.conn = jsonrpc.NewConn(connR, connW, handler, &jsonrpc.Options{
 		DecodeError: decodeWireError,
 		Logf:        func(format string, args ...any) { p.log.hostLine("protocol: "+format, args...) },
-		// Every service call starts on the reader: a quick one (a state
-		// read, an acknowledged chunk) answers with no goroutine hand-off,
-		// a slow one (a synced commit) is handed on at the deadline.
-		Eager: func(string) bool { return true },
 	})
 	go func() {
 		inst.waitErr = cmd.Wait()

@@ -29,19 +29,18 @@
 //		}
 //	}
 //
-// How requests are served: each request starts on the connection's reader
-// (jsonrpc.Options.Eager), so a handler that answers at once costs no
-// goroutine and no wake-up. A handler that calls the host (any Host method)
-// hands the reading to a new goroutine at that call and goes on as a
-// goroutine of its own; one that runs or blocks longer than
-// jsonrpc.DefaultEagerDeadline without calling back is handed on at the
-// deadline, which Go's timers honour to about a millisecond in an idle
-// process. So a handler may block, call back and wait on its context
-// freely: it sees $/cancel, it counts towards the bound of
-// protocol.MaxInflight requests in flight, and the most it costs the
-// others is about a millisecond of stream held up. Pure handlers (routes,
-// validate, the in-transaction methods) are served the same way; there is
-// no unbounded inline mode.
+// How requests are served: a request whose handler may call the host (a
+// Func: operations, tasks, executors, ingress, webhooks …) runs in a
+// goroutine of its own, so it may block, call back and wait on its context
+// freely; it sees $/cancel and counts towards the bound of
+// protocol.MaxInflight requests in flight. A request for a PureFunc
+// (routes, validate, the in-transaction methods) starts on the
+// connection's reader, which spares a goroutine and a wake-up; if it
+// blocks or runs longer than jsonrpc.DefaultEagerDeadline it is handed to
+// a goroutine there and then (jsonrpc.Options.Eager), so it sees $/cancel
+// too and holds the stream up for no more than the deadline, which Go's
+// timers honour to about a millisecond in an idle process. There is no
+// unbounded inline mode.
 //
 // The wire itself, for authors in other languages, is documented by the
 // transcripts in testdata/transcripts: each file shows what the host sends

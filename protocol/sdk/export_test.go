@@ -25,13 +25,17 @@ func SetAfterServe(f func(method string)) (restore func()) {
 	return func() { afterServe = nil }
 }
 
-// SetEagerServing makes the connections ServeConn starts from now on hand
-// every request to a goroutine (false), as before requests started on the
-// reader, or start them on it (true, the default).
-func SetEagerServing(on bool) (restore func()) {
+// SetEagerServing sets which requests the connections ServeConn starts
+// from now on start on the reader: "none" (every request handed to a
+// goroutine), "all", or "pure" (the default: the PureFunc methods).
+func SetEagerServing(which string) (restore func()) {
 	old := eagerServing
-	eagerServing = nil
-	if on {
+	switch which {
+	case "none":
+		eagerServing = nil
+	case "all":
+		eagerServing = func(string) bool { return true }
+	default:
 		eagerServing = servedEager
 	}
 	return func() { eagerServing = old }

@@ -129,21 +129,35 @@ func ServeConn(ctx context.Context, r io.Reader, w io.Writer, ext *Extension) er
 }
 
 // servedEager says which requests the transport's reader starts serving
-// itself (jsonrpc.Options.Eager): all of them. A handler that answers at
-// once (an echo, a route decision, an in-transaction call, a KV read
-// answered from memory) then costs no goroutine and no wake-up, most of a
-// small round trip's price; one that calls the host back hands the
-// reading to a new goroutine at its first call, and one that runs longer
-// than jsonrpc.DefaultEagerDeadline at that deadline (about 1 ms in an
-// otherwise idle process: see jsonrpc.Options.EagerDeadline), so no
-// handler can stall the connection for longer, and $/cancel reaches every
-// handler, pure ones included. (Before, pure handlers were served Inline:
-// they saw no $/cancel and one that blocked stalled the connection for
+// itself (jsonrpc.Options.Eager): those whose handlers are PureFuncs, which
+// get no Host and cannot call back (routes, validate and the four
+// in-transaction methods). They answer from their params, so they cost no
+// goroutine and no wake-up; one that blocks or runs long is handed to a
+// goroutine at jsonrpc.DefaultEagerDeadline (about 1 ms in an otherwise
+// idle process: see jsonrpc.Options.EagerDeadline), so it stalls the
+// connection for no longer and sees $/cancel. (They were served Inline
+// before: no $/cancel, and one that blocked stalled the connection for
 // good.)
-func servedEager(string) bool { return true }
+//
+// Every other request is handed to a goroutine at once. Starting those on
+// the reader too was measured (BenchmarkOperationCallEcho,
+// BenchmarkServeRoundTrip demo-goroutine against demo) and gained nothing
+// measurable on this machine, while a handler that blocks without calling
+// back (one waiting for its cancellation, an executor starting a process)
+// would hold the stream up to the deadline, delaying a $/cancel and every
+// request behind it by up to a millisecond.
+func servedEager(method string) bool {
+	switch method {
+	case "route.match", "route.samples", "validate":
+		return true
+	}
+	mt, ok := protocol.LookupMethod(method)
+	return ok && mt.InTransaction && mt.Direction == protocol.HostToExtension
+}
 
 // eagerServing is the Eager option ServeConn passes (a variable so a
-// benchmark can compare it with handing every request to a goroutine).
+// benchmark can compare it with handing every request to a goroutine, or
+// with starting every request on the reader).
 var eagerServing = servedEager
 
 // beforeServe, when set, runs as a request's handler starts: tests hold a

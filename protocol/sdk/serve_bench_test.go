@@ -16,6 +16,18 @@ import (
 )
 
 func init() {
+	// demo-eager serves the demo with every request started on the
+	// reader (jsonrpc.Options.Eager), the alternative the SDK measured
+	// and left out.
+	children["demo-eager"] = func() {
+		sdk.SetEagerServing("all")
+		ext := (&demo{}).extension()
+		ext.Logf = nil
+		if err := sdk.Serve(ext); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
 	// demo-blocking serves the demo as Serve did before its stdio went on
 	// the poller: ServeConn over os.Stdin, read in blocking system calls.
 	children["demo-blocking"] = func() {
@@ -31,8 +43,9 @@ func init() {
 
 // BenchmarkServeRoundTrip measures one host call to an SDK extension in a
 // child process, in the same run: over blocking stdio and over the poller
-// (Serve), and for a method served in a goroutine (task.run, a Func) and
-// one served on the transport's reader (validate, a PureFunc).
+// (Serve), and with every request started on the reader (demo-eager),
+// for a Func (task.run, in a goroutine under demo) and a PureFunc
+// (validate, on the reader under both).
 func BenchmarkServeRoundTrip(b *testing.B) {
 	calls := []struct {
 		name   string
@@ -42,7 +55,7 @@ func BenchmarkServeRoundTrip(b *testing.B) {
 		{"task", "task.run", protocol.TaskRunParams{Task: "demo-sweep"}},
 		{"validate", "validate", protocol.ValidateParams{Kind: protocol.ValidateExtension, Type: "demo", ScopeID: "s", ID: "e"}},
 	}
-	for _, child := range []string{"demo-blocking", "demo"} {
+	for _, child := range []string{"demo-blocking", "demo", "demo-eager"} {
 		for _, c := range calls {
 			b.Run(child+"/"+c.name, func(b *testing.B) {
 				cmd := exec.Command(os.Args[0], "-test.run=^$")
