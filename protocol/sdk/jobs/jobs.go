@@ -112,6 +112,10 @@ type Executor struct {
 	mu   sync.Mutex
 	dir  string // the executor's directory; runs live in dir/runs/<key>
 	jobs map[string]*job
+	// refused is the metadata of runs recover refused because their job
+	// was gone, by the run ID the host gave recover: the stop the host
+	// sends next under that ID ends what is left of the job's group.
+	refused map[string]Recovery
 }
 
 // New returns an executor with no runs, ready for Initialize. A Spec
@@ -121,7 +125,7 @@ func New(spec Spec) *Executor {
 	if spec.Name == "" || spec.Command == nil || len(spec.Outputs) < 1 || len(spec.Outputs) > 2 {
 		panic("jobs.New: a Spec needs a Name, a Command and one or two Outputs")
 	}
-	return &Executor{spec: spec, jobs: map[string]*job{}}
+	return &Executor{spec: spec, jobs: map[string]*job{}, refused: map[string]Recovery{}}
 }
 
 // Methods are the executor's handlers, for sdk.Extension.Executors: every
@@ -443,6 +447,12 @@ func (x *Executor) recover(ctx context.Context, host *sdk.Host, p protocol.Execu
 		go j.watch()
 	default:
 		if _, ok := readExit(rec.Dir); !ok {
+			// The metadata is this executor's own (checked above), so
+			// its group may be signalled: the leader is gone, the rest
+			// of the group may not be.
+			x.mu.Lock()
+			x.refused[p.RunID] = rec
+			x.mu.Unlock()
 			return protocol.ExecutorRecoverResult{}, protocol.Errorf(protocol.CodeNotAdoptable,
 				"run %q: its job is gone and recorded no exit status", p.RunID)
 		}
@@ -504,9 +514,10 @@ func (x *Executor) interrupt(ctx context.Context, host *sdk.Host, p protocol.Exe
 }
 
 // stop ends every process of the run's group: SIGTERM, then after the
-// stop grace SIGKILL, and answers stopped only once none is left. A run no
-// executor process holds (one recover refused) is stopped from the
-// metadata in its directory; a run with no directory has no process this
+// stop grace SIGKILL, and answers stopped only once none is left. A run
+// recover refused (under the run ID the host adopts it by) is stopped from
+// the metadata recover was given; one no executor process holds, from the
+// metadata in its directory; a run with neither has no process this
 // executor started.
 func (x *Executor) stop(ctx context.Context, host *sdk.Host, p protocol.ExecutorStopParams) (protocol.ExecutorStopResult, error) {
 	j, err := x.lookup(p.RunID)
@@ -515,6 +526,18 @@ func (x *Executor) stop(ctx context.Context, host *sdk.Host, p protocol.Executor
 		j.stopped = true
 		j.mu.Unlock()
 		return x.kill(j.rec, j.done), nil
+	}
+	x.mu.Lock()
+	rec, refused := x.refused[p.RunID]
+	x.mu.Unlock()
+	if refused {
+		res := x.kill(rec, nil)
+		if res.Stopped {
+			x.mu.Lock()
+			delete(x.refused, p.RunID)
+			x.mu.Unlock()
+		}
+		return res, nil
 	}
 	rec, found, err := readMeta(x.runDir(p.RunID))
 	if err != nil {
