@@ -68,6 +68,9 @@ type groupAcceptor struct {
 	// them the bound ended, joined the deliveries that came during a wait
 	// and waited the time spent waiting, in nanoseconds.
 	waits, waitTimeouts, joined, waited atomic.Int64
+	// lateJoined counts the deliveries that joined a transaction under
+	// way (lateJoiner).
+	lateJoined atomic.Int64
 }
 
 // delivery is one request's envelopes and where its outcome goes.
@@ -79,6 +82,22 @@ type delivery struct {
 	// counted says the delivery holds its request's count in inflight,
 	// dropped by the committer when it takes the delivery (took).
 	counted bool
+}
+
+// lateJoiner is a delivery queued since the group of n was taken, or nil:
+// it joins the transaction under way before its commit, so it shares the
+// fsync at no wait (the transaction's own work was the wait).
+func (g *groupAcceptor) lateJoiner(n int) *delivery {
+	if n >= maxGroup {
+		return nil
+	}
+	select {
+	case d := <-g.queue:
+		g.lateJoined.Add(1)
+		return g.took(d)
+	default:
+		return nil
+	}
 }
 
 // took is the committer's receipt of d from the queue.
@@ -271,7 +290,8 @@ func (g *groupAcceptor) waitForSiblings(group []*delivery) []*delivery {
 }
 
 // commit accepts a group in one transaction, or, when any of it is
-// refused, each delivery in its own.
+// refused, each delivery in its own. Deliveries queued while the
+// transaction does its work join it before it commits (lateJoiner).
 func (g *groupAcceptor) commit(group []*delivery) {
 	// The store's own bounds apply; no request's context ends a commit
 	// under way (its sender is owed the truth of what was accepted).
@@ -287,7 +307,15 @@ func (g *groupAcceptor) commit(group []*delivery) {
 		}
 	}()
 	err := g.store.Transact(ctx, func(tx runtime.Tx) error {
-		for _, d := range group {
+		for i := 0; ; i++ {
+			if i == len(group) {
+				d := g.lateJoiner(len(group))
+				if d == nil {
+					return nil
+				}
+				group = append(group, d)
+			}
+			d := group[i]
 			d.events = d.events[:0]
 			for i, env := range d.envs {
 				ev, _, err := tx.AcceptEvent(env)
@@ -297,7 +325,6 @@ func (g *groupAcceptor) commit(group []*delivery) {
 				d.events = append(d.events, ev)
 			}
 		}
-		return nil
 	})
 	g.commits.Add(1)
 	g.delivered.Add(int64(len(group)))

@@ -57,8 +57,10 @@ const webhookRounds = 4
 // all of them. Reported: both rates and their ratio (issue 12 asks ≥ 0.5), the
 // webhook's p50 and p99 latency to 2xx, deliveries per group commit, the
 // share of the webhook phase the committer spent committing and the mean
-// commit, the share of commits that waited for deliveries in flight and
-// their mean wait (groupAcceptor.waitForSiblings), and the CPU time per
+// commit, the deliveries per commit that joined its transaction under way
+// (groupAcceptor.lateJoiner), the share of commits that waited for
+// deliveries in flight, their mean wait and the share of waits the bound
+// ended (groupAcceptor.waitForSiblings), and the CPU time per
 // delivery of this process (daemon and senders) and of the notes process,
 // and this process's allocations per delivery, over the webhook phase. With
 // EXTENSION_CPUPROFILE=P in the environment notes writes its CPU profile
@@ -121,7 +123,8 @@ func BenchmarkWebhookNotes(b *testing.B) {
 			b.StartTimer()
 
 			commits0, delivered0, busy0 := acc.commits.Load(), acc.delivered.Load(), acc.busy.Load()
-			waits0, waited0 := acc.waits.Load(), acc.waited.Load()
+			waits0, waited0, late0 := acc.waits.Load(), acc.waited.Load(), acc.lateJoined.Load()
+			timeouts0 := acc.waitTimeouts.Load()
 			selfCPU0, notesCPU0 := cpuOfSelf(b), cpuOfProcess(b, notesPID)
 			goruntime.ReadMemStats(&mem)
 			mallocs0 := mem.Mallocs
@@ -158,6 +161,8 @@ func BenchmarkWebhookNotes(b *testing.B) {
 			mode.busy += time.Duration(acc.busy.Load() - busy0)
 			mode.waits += acc.waits.Load() - waits0
 			mode.waited += acc.waited.Load() - waited0
+			mode.lateJoined += acc.lateJoined.Load() - late0
+			mode.waitTimeouts += acc.waitTimeouts.Load() - timeouts0
 			if n := failed.Load(); n > 0 {
 				b.Fatalf("%d deliveries failed", n)
 			}
@@ -196,6 +201,7 @@ type webhookMode struct {
 	took, busy, selfCPU, notesCPU      time.Duration
 	commits, delivered, mallocs, waits int64
 	waited                             int64 // nanoseconds
+	lateJoined, waitTimeouts           int64
 }
 
 func (m *webhookMode) report(b *testing.B, storeRate float64) {
@@ -209,11 +215,13 @@ func (m *webhookMode) report(b *testing.B, storeRate float64) {
 	metric(float64(all[len(all)*50/100].Microseconds())/1000, "p50-ms")
 	metric(float64(all[min(len(all)*99/100, len(all)-1)].Microseconds())/1000, "p99-ms")
 	metric(float64(m.delivered)/float64(max(m.commits, 1)), "deliveries/commit")
+	metric(float64(m.lateJoined)/float64(max(m.commits, 1)), "late-joined/commit")
 	metric(m.busy.Seconds()/m.took.Seconds(), "committer-busy")
 	metric(float64(m.busy.Microseconds())/1000/float64(max(m.commits, 1)), "commit-ms")
 	if m.maxDelay > 0 {
 		metric(float64(m.waits)/float64(max(m.commits, 1)), "waited-commits")
 		metric(float64(m.waited)/1e6/float64(max(m.waits, 1)), "wait-ms")
+		metric(float64(m.waitTimeouts)/float64(max(m.waits, 1)), "waits-bounded")
 	}
 	metric(perDelivery(m.selfCPU), "daemon+senders-cpu-ms/delivery")
 	metric(perDelivery(m.notesCPU), "notes-cpu-ms/delivery")

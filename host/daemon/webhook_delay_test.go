@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -164,4 +165,64 @@ func TestGroupAcceptorFirstCommitDoesNotWait(t *testing.T) {
 	require.NoError(t, res.err)
 	assert.EqualValues(t, 0, g.waits.Load())
 	assert.Empty(t, ft.armed)
+}
+
+// hookStore calls during at the start of each transaction's work.
+type hookStore struct {
+	runtime.Store
+	during func()
+}
+
+func (s *hookStore) Transact(ctx context.Context, fn func(runtime.Tx) error) error {
+	return s.Store.Transact(ctx, func(tx runtime.Tx) error {
+		s.during()
+		return fn(tx)
+	})
+}
+
+// A delivery queued while a group's transaction does its work joins that
+// transaction and shares its commit.
+func TestGroupAcceptorLateJoinerSharesTheCommit(t *testing.T) {
+	s, eng := newAcceptTest(t)
+	hs := &hookStore{Store: s}
+	g := newIdleAcceptor(hs, eng, realTimer) // no committer: commit is called here
+	late := &delivery{envs: []runtime.Envelope{env("late", `{}`)}, done: make(chan struct{})}
+	hs.during = func() {
+		hs.during = func() {}
+		g.queue <- late
+	}
+	first := &delivery{envs: []runtime.Envelope{env("first", `{}`)}, done: make(chan struct{})}
+	g.commit([]*delivery{first})
+	require.NoError(t, first.err)
+	select {
+	case <-late.done:
+	default:
+		require.FailNow(t, "the late delivery was left queued")
+	}
+	require.NoError(t, late.err)
+	assert.Len(t, late.events, 1)
+	assert.EqualValues(t, 1, g.commits.Load())
+	assert.EqualValues(t, 2, g.delivered.Load())
+	assert.EqualValues(t, 1, g.lateJoined.Load())
+	assert.Equal(t, 2, countEvents(t, s))
+}
+
+// A late joiner that is refused is refused alone: the group falls back to
+// one transaction each, late joiner included.
+func TestGroupAcceptorLateJoinerRefusedAlone(t *testing.T) {
+	s, eng := newAcceptTest(t)
+	_, err := eng.Accept(t.Context(), env("taken", `{"v":1}`))
+	require.NoError(t, err)
+	hs := &hookStore{Store: s}
+	g := newIdleAcceptor(hs, eng, realTimer)
+	bad := &delivery{envs: []runtime.Envelope{env("taken", `{"v":2}`)}, done: make(chan struct{})}
+	hs.during = func() {
+		hs.during = func() {}
+		g.queue <- bad
+	}
+	first := &delivery{envs: []runtime.Envelope{env("first", `{}`)}, done: make(chan struct{})}
+	g.commit([]*delivery{first})
+	assert.NoError(t, first.err)
+	assert.ErrorIs(t, bad.err, runtime.ErrConflict)
+	assert.Equal(t, 2, countEvents(t, s), `"first" accepted, the conflict not`)
 }
