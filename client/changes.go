@@ -18,9 +18,10 @@ const maxStreamLine = 8 << 20
 // ChangeStream reads the daemon's change stream. It is not safe for
 // concurrent use.
 type ChangeStream struct {
-	body io.ReadCloser
-	sc   *bufio.Scanner
-	last int64
+	body        io.ReadCloser
+	sc          *bufio.Scanner
+	last        int64
+	lastJournal int64
 }
 
 // Changes opens the change stream after q.After. Call Next for each
@@ -28,6 +29,7 @@ type ChangeStream struct {
 func (c *Client) Changes(ctx context.Context, q ChangeQuery) (*ChangeStream, error) {
 	v := url.Values{}
 	setInt(v, "after", q.After)
+	setInt(v, "after_journal", q.AfterJournal)
 	setString(v, "scope", q.Scope)
 	resp, err := c.request(ctx, "GET", "/v1/changes", v, nil, nil)
 	if err != nil {
@@ -35,12 +37,17 @@ func (c *Client) Changes(ctx context.Context, q ChangeQuery) (*ChangeStream, err
 	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 0, 64<<10), maxStreamLine)
-	return &ChangeStream{body: resp.Body, sc: sc, last: q.After}, nil
+	return &ChangeStream{body: resp.Body, sc: sc, last: q.After, lastJournal: q.AfterJournal}, nil
 }
 
 // Last is the Seq of the last change Next returned (or the query's After):
 // reopen the stream after it to resume without missing any.
 func (s *ChangeStream) Last() int64 { return s.last }
+
+// LastJournal is the Journal of the last journal change Next returned (or
+// the query's AfterJournal): with Last, the cursor a resume passes as
+// ChangeQuery.AfterJournal to repeat none.
+func (s *ChangeStream) LastJournal() int64 { return s.lastJournal }
 
 // Close ends the stream.
 func (s *ChangeStream) Close() error { return s.body.Close() }
@@ -61,13 +68,21 @@ func (s *ChangeStream) Next() (Change, error) {
 			if err := json.Unmarshal([]byte(data), &c); err != nil {
 				return Change{}, Errorf(CodeInternal, "change stream: an entry does not decode: %v", err)
 			}
-			if id != "" && id != strconv.FormatInt(c.Seq, 10) {
-				return Change{}, Errorf(CodeInternal, "change stream: entry id %q names another seq than %d", id, c.Seq)
+			if id != "" && id != changeID(c) {
+				return Change{}, Errorf(CodeInternal, "change stream: entry id %q names another change than %s", id, changeID(c))
 			}
-			if c.Seq <= s.last {
+			switch {
+			case c.Journal < 0:
+				return Change{}, Errorf(CodeInternal, "change stream: journal %d is negative", c.Journal)
+			case c.Journal > 0 && (c.Journal <= s.lastJournal || c.Seq < s.last):
+				return Change{}, Errorf(CodeInternal, "change stream: journal change %s after %d.%d is out of order", changeID(c), s.last, s.lastJournal)
+			case c.Journal > 0:
+				s.last, s.lastJournal = c.Seq, c.Journal
+			case c.Seq <= s.last:
 				return Change{}, Errorf(CodeInternal, "change stream: seq %d after %d is out of order", c.Seq, s.last)
+			default:
+				s.last = c.Seq
 			}
-			s.last = c.Seq
 			return c, nil
 		case strings.HasPrefix(line, ":"):
 		case strings.HasPrefix(line, "id:"):
@@ -119,7 +134,7 @@ func (c *Client) WaitFor(ctx context.Context, q ChangeQuery, cond func(Change) b
 				return ch, nil
 			}
 		}
-		q.After = stream.Last()
+		q.After, q.AfterJournal = stream.Last(), stream.LastJournal()
 		if progressed {
 			resumes = 0
 		}
@@ -127,4 +142,14 @@ func (c *Client) WaitFor(ctx context.Context, q ChangeQuery, cond func(Change) b
 			return Change{}, &Error{Code: CodeUnavailable, Message: fmt.Sprintf("the change stream on %s kept ending (last seq %d)", c.socket, q.After)}
 		}
 	}
+}
+
+// changeID is a change's stream id: its Seq, and ".Journal" for a journal
+// change.
+func changeID(c Change) string {
+	id := strconv.FormatInt(c.Seq, 10)
+	if c.Journal > 0 {
+		id += "." + strconv.FormatInt(c.Journal, 10)
+	}
+	return id
 }

@@ -454,26 +454,92 @@ type ReconcileResult struct {
 const (
 	ChangeEvent = "event" // an Event was accepted
 	ChangeWork  = "work"  // a Work was created or changed state or revision
+	// ChangePackage: a package's process changed state (started, ready,
+	// crashed and restarting, refused, stopped). A journal change.
+	ChangePackage = "package"
+	// ChangeExecution: an Execution was written (started, adopted at a
+	// new epoch, stopped, ended). A journal change.
+	ChangeExecution = "execution"
+)
+
+// The causes of a Work change (WorkChange).
+const (
+	WorkCreated = "created" // the Work's first revision
+	WorkUpdated = "updated" // a later revision: State is the Work's state as of it
 )
 
 // ChangeQuery selects the change stream: the changes after After (0:
-// from the first), of one scope if Scope is set.
+// from the first), of one scope if Scope is set. AfterJournal is the
+// journal cursor (the last Change.Journal seen, 0 for none): with it the
+// stream resumes exactly; without it a resume from After may repeat a
+// journal change that came after After.
 type ChangeQuery struct {
-	After int64
-	Scope string
+	After        int64
+	AfterJournal int64
+	Scope        string
 }
 
 // Change is one entry of the change stream (GET /v1/changes?after=SEQ,
-// server-sent events whose id is Seq). Changes come in Seq order; a
-// client that reconnects with the last Seq it saw misses none.
+// server-sent events whose id is Seq, or Seq.Journal for a journal
+// change). Changes come in (Seq, Journal) order; a client that reconnects
+// with the last of each it saw misses none.
+//
+// Event and Work changes are the store's durable change log. Package and
+// Execution changes are the daemon's journal: numbered by Journal from 1
+// for each daemon process, each placed after the log's Seq that was
+// latest when it happened (its Seq). A client resuming from before a
+// restart of a package sees it though it was not listening; the journal
+// keeps the last JournalSize changes of this daemon process only, so a
+// client resuming across a daemon restart sees none of the old daemon's
+// (and a cursor beyond this journal's end is refused as conflict).
 type Change struct {
-	// Seq is the change's place in the durable change log, from 1.
+	// Seq is the change's place in the durable change log, from 1; for a
+	// journal change, the log's last Seq when it happened.
 	Seq  int64  `json:"seq"`
 	Kind string `json:"kind"`
+	// Journal is a journal change's number, 0 for a change of the log.
+	Journal int64 `json:"journal,omitempty"`
 	// Event is set for ChangeEvent.
 	Event *Event `json:"event,omitempty"`
 	// Work is set for ChangeWork: the Work as of this change.
 	Work *Work `json:"work,omitempty"`
+	// WorkChange is a Work change's cause: WorkCreated or WorkUpdated.
+	WorkChange string `json:"work_change,omitempty"`
+	// Package is set for ChangePackage: the package as of this change.
+	Package *PackageChange `json:"package,omitempty"`
+	// Execution is set for ChangeExecution: the Execution as written.
+	Execution *ExecutionChange `json:"execution,omitempty"`
+}
+
+// JournalSize is how many journal changes a daemon keeps for the stream.
+const JournalSize = 4096
+
+// PackageChange is a package's process as of a ChangePackage.
+type PackageChange struct {
+	Name string `json:"name"`
+	// State is Package.State's name ("starting", "ready", "restarting",
+	// "refused", "stopped").
+	State    string `json:"state"`
+	Restarts int    `json:"restarts"`
+	// PID is the running process's ID, 0 when none runs.
+	PID       int       `json:"pid,omitempty"`
+	LastError string    `json:"last_error,omitempty"`
+	At        time.Time `json:"at"`
+}
+
+// ExecutionChange is an Execution as of a ChangeExecution.
+type ExecutionChange struct {
+	ID       string `json:"id"`
+	WorkID   string `json:"work_id"`
+	ScopeID  string `json:"scope_id,omitempty"`
+	Attempt  int    `json:"attempt"`
+	Executor string `json:"executor,omitempty"`
+	Epoch    int64  `json:"epoch"`
+	// State is the Execution's state: "starting", "running",
+	// "succeeded", "failed" or "stopped".
+	State string    `json:"state"`
+	Error string    `json:"error,omitempty"`
+	At    time.Time `json:"at"`
 }
 
 // The statuses of a doctor check, from best to worst.

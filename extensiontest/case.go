@@ -509,6 +509,11 @@ func (h *H) update(ctx context.Context, dir string) error {
 // has restarted it. Package restarts are not on the change stream, so
 // this reads the daemon's status until the restart shows, bounded by ctx.
 func (h *H) killPackage(ctx context.Context, name string) error {
+	page, err := h.d.client.Events(ctx, client.EventQuery{Limit: 1})
+	if err != nil {
+		return err
+	}
+	mark := page.LatestChange // read before the status: no later change is missed
 	st, err := h.d.client.Status(ctx)
 	if err != nil {
 		return err
@@ -529,25 +534,23 @@ func (h *H) killPackage(ctx context.Context, name string) error {
 		return fmt.Errorf("kill -9 of process group %d: %v", before.PID, err)
 	}
 	h.Logf("package %s: process group %d killed (SIGKILL)", name, before.PID)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		st, err := h.d.client.Status(ctx)
-		if err != nil {
-			return err
+	// The daemon's journal puts each state of the package on the change
+	// stream; one from before the kill is told apart by its restarts and
+	// its PID, so the stream is read from the log's end at the status.
+	var last client.PackageChange
+	_, err = h.d.client.WaitFor(ctx, client.ChangeQuery{After: mark}, func(ch client.Change) bool {
+		if ch.Package == nil || ch.Package.Name != name {
+			return false
 		}
-		for _, p := range st.Packages {
-			if p.Name == name && p.Restarts > before.Restarts && p.State == "ready" && p.PID != before.PID {
-				h.Logf("package %s: restarted as pid %d (restarts %d)", name, p.PID, p.Restarts)
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("package %s was not restarted in time: %s", name, packagesLine(st))
-		case <-tick.C:
-		}
+		last = *ch.Package
+		return last.Restarts > before.Restarts && last.State == "ready" && last.PID != before.PID
+	})
+	if err != nil {
+		return fmt.Errorf("package %s was not restarted in time (last seen: state %q, restarts %d, pid %d): %w",
+			name, last.State, last.Restarts, last.PID, err)
 	}
+	h.Logf("package %s: restarted as pid %d (restarts %d)", name, last.PID, last.Restarts)
+	return nil
 }
 
 // agentTranscriptFile is the scripted agent's transcript in its executor

@@ -93,7 +93,7 @@ var apiRoutes = []apiRoute{
 	{"GET", "/v1/config", nil, (*api).config},
 	{"POST", "/v1/config/validate", nil, (*api).validateConfig},
 	{"POST", "/v1/config/apply", nil, (*api).applyConfig},
-	{"GET", "/v1/changes", []string{"after", "scope"}, (*api).changes},
+	{"GET", "/v1/changes", []string{"after", "after_journal", "scope"}, (*api).changes},
 	{"GET", "/v1/clock", nil, (*api).clock},
 	{"POST", "/v1/clock/advance", nil, (*api).advanceClock},
 	{"GET", "/v1/doctor", []string{"deep"}, (*api).doctor},

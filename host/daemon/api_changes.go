@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -45,40 +46,71 @@ func (n *changeNotifier) notify() {
 // The daemon gives the engine and the host this store, so every write
 // wakes the change stream. A failed transaction notifies too: a spurious
 // wake-up costs one empty read, a missed one would stall a stream.
+//
+// It also journals every Execution a committed transaction wrote
+// (journal.go).
 type notifyingStore struct {
 	runtime.Store
-	n *changeNotifier
+	n       *changeNotifier
+	journal *journal
 }
 
 func newNotifyingStore(s runtime.Store) notifyingStore {
-	return notifyingStore{Store: s, n: &changeNotifier{}}
+	n := &changeNotifier{}
+	return notifyingStore{Store: s, n: n, journal: newJournal(n)}
 }
 
 func (s notifyingStore) Transact(ctx context.Context, fn func(runtime.Tx) error) error {
 	defer s.n.notify()
-	return s.Store.Transact(ctx, fn)
+	var jt *journalingTx
+	err := s.Store.Transact(ctx, func(tx runtime.Tx) error {
+		jt = &journalingTx{Tx: tx} // a retried fn starts with none
+		return fn(jt)
+	})
+	if err == nil && jt != nil {
+		for _, c := range jt.written {
+			s.journal.add(c)
+		}
+	}
+	return err
 }
 
 // Changed returns a channel closed at the next write after the call.
 func (s notifyingStore) Changed() <-chan struct{} { return s.n.Changed() }
 
+// journaled is a backend whose journal the stream merges (the Daemon).
+type journaled interface{ changeJournal() *journal }
+
 // changes serves the change stream: server-sent events, one per Change in
-// Seq order, each with "id: <seq>" so a client resumes with ?after=<seq>
-// or the standard Last-Event-ID header and misses nothing. It reads the
+// (Seq, Journal) order, each with "id: <seq>" (or "<seq>.<journal>" for a
+// journal change) so a client resumes with ?after=<seq>&after_journal=N or
+// the standard Last-Event-ID header and misses nothing. It reads the
 // durable change log, so a change committed while no client listened is
-// still delivered.
+// still delivered, and the daemon's journal (journal.go), which keeps
+// this process's last client.JournalSize package and Execution changes.
 func (a *api) changes(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	after, err := queryInt(q, "after")
 	if err != nil {
 		return err
 	}
+	afterJournal, err := queryInt(q, "after_journal")
+	if err != nil {
+		return err
+	}
 	if last := r.Header.Get("Last-Event-ID"); last != "" {
-		n, err := strconv.ParseInt(last, 10, 64)
-		if err != nil || n < 0 {
+		seq, jn, ok := parseChangeID(last)
+		if !ok {
 			return client.Errorf(client.CodeInvalidRequest, "Last-Event-ID %q is not a change sequence", clipForMessage(last))
 		}
-		after = n
+		after, afterJournal = seq, jn
+	}
+	var jl *journal
+	if jb, ok := a.b.(journaled); ok {
+		jl = jb.changeJournal()
+	}
+	if jl != nil && afterJournal > jl.latest() {
+		return client.Errorf(client.CodeConflict, "after_journal=%d is beyond the last journal change %d of this daemon process", afterJournal, jl.latest())
 	}
 	scope, scoped := q.Get("scope"), q.Has("scope")
 	flusher, canFlush := w.(http.Flusher)
@@ -100,10 +132,22 @@ func (a *api) changes(w http.ResponseWriter, r *http.Request) error {
 	w.WriteHeader(http.StatusOK)
 	flusher.Flush()
 
+	send := func(c client.Change) bool {
+		if scoped && changeScope(c) != scope {
+			return true
+		}
+		return writeChange(w, c) == nil
+	}
 	keepAlive := time.NewTicker(streamKeepAlive)
 	defer keepAlive.Stop()
 	for {
 		changed := a.b.Changed()
+		// The journal first: each of its changes names a Seq committed
+		// before it, which the page read next then holds.
+		var pending []client.Change
+		if jl != nil {
+			pending = jl.after(afterJournal, after)
+		}
 		page, err := view(r.Context(), store, func(tx runtime.ReadTx) ([]client.Change, error) {
 			return readChanges(tx, after, streamPage)
 		})
@@ -114,12 +158,26 @@ func (a *api) changes(w http.ResponseWriter, r *http.Request) error {
 			return nil // the status is sent; ending the stream is the only refusal left
 		}
 		for _, c := range page {
-			after = c.Seq
-			if scoped && changeScope(c) != scope {
-				continue
+			for len(pending) > 0 && pending[0].Seq < c.Seq {
+				afterJournal = pending[0].Journal
+				if !send(pending[0]) {
+					return nil // the client left
+				}
+				pending = pending[1:]
 			}
-			if err := writeChange(w, c); err != nil {
-				return nil // the client left
+			after = c.Seq
+			if !send(c) {
+				return nil
+			}
+		}
+		if len(page) < streamPage {
+			// The log is read to its end: every journal change left is
+			// placed at or before it.
+			for _, c := range pending {
+				afterJournal = c.Journal
+				if !send(c) {
+					return nil
+				}
 			}
 		}
 		flusher.Flush()
@@ -139,6 +197,21 @@ func (a *api) changes(w http.ResponseWriter, r *http.Request) error {
 			flusher.Flush()
 		}
 	}
+}
+
+// parseChangeID reads a stream id: "<seq>" or "<seq>.<journal>".
+func parseChangeID(id string) (seq, journal int64, ok bool) {
+	s, j, dotted := strings.Cut(id, ".")
+	seq, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || seq < 0 {
+		return 0, 0, false
+	}
+	if dotted {
+		if journal, err = strconv.ParseInt(j, 10, 64); err != nil || journal < 1 {
+			return 0, 0, false
+		}
+	}
+	return seq, journal, true
 }
 
 // readChanges reads a page of the change log as the stream's Changes: an
@@ -162,6 +235,10 @@ func readChanges(tx runtime.ReadTx, after int64, limit int) ([]client.Change, er
 			wc.Event = &e
 		case runtime.ChangeWork:
 			wc.Work = &client.Work{ID: c.ID, ScopeID: c.ScopeID, State: string(c.State), Revision: c.Revision, UpdatedAt: c.At}
+			wc.WorkChange = client.WorkUpdated
+			if c.Revision == 1 {
+				wc.WorkChange = client.WorkCreated
+			}
 		}
 		// A kind this build does not know crosses with its Seq and kind
 		// only, so a cursor still moves past it.
@@ -176,6 +253,8 @@ func changeScope(c client.Change) string {
 		return c.Event.ScopeID
 	case c.Work != nil:
 		return c.Work.ScopeID
+	case c.Execution != nil:
+		return c.Execution.ScopeID
 	}
 	return ""
 }
@@ -185,6 +264,10 @@ func writeChange(w http.ResponseWriter, c client.Change) error {
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", c.Seq, c.Kind, data)
+	id := strconv.FormatInt(c.Seq, 10)
+	if c.Journal > 0 {
+		id += "." + strconv.FormatInt(c.Journal, 10)
+	}
+	_, err = fmt.Fprintf(w, "id: %s\nevent: %s\ndata: %s\n\n", id, c.Kind, data)
 	return err
 }

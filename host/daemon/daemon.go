@@ -84,6 +84,9 @@ type Daemon struct {
 	sqlite *sqlite.Store
 	store  notifyingStore
 	engine *runtime.Engine
+	// journal is the change stream's package and Execution changes
+	// (journal.go).
+	journal *journal
 	// pkgs, refused and cat are the package set; a package reload
 	// (reload.go) replaces them whole under setMu, so readers take
 	// packages(), refusedPackages() and catalogue().
@@ -228,6 +231,7 @@ func Open(ctx context.Context, opts Options) (d *Daemon, err error) {
 		return nil, fmt.Errorf("daemon: opening the store: %w", err)
 	}
 	d.store = newNotifyingStore(killStore(d.sqlite))
+	d.journal = d.store.journal
 	if d.toolbelt, err = newToolbelt(opts.StateDir, d.Engine, d.log); err != nil {
 		return nil, err
 	}
@@ -561,8 +565,11 @@ func (d *Daemon) Store() runtime.Store { return d.store }
 // Engine is the daemon's engine; it stays the same across generations.
 func (d *Daemon) Engine() *runtime.Engine { return d.engine }
 
-// Changed returns a channel closed at the store's next write.
+// Changed returns a channel closed at the store's next write and at the
+// journal's next change.
 func (d *Daemon) Changed() <-chan struct{} { return d.store.Changed() }
+
+func (d *Daemon) changeJournal() *journal { return d.journal }
 
 // Logger is the daemon's log.
 func (d *Daemon) Logger() *slog.Logger { return d.log }

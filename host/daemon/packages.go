@@ -33,6 +33,7 @@ func (d *Daemon) newProcess(pr *pkgRun) error {
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}
+	go d.watchProcess(p.Name, proc)
 	remote := host.NewRemote(proc)
 	executors := map[string]runtime.Executor{}
 	for _, e := range p.Manifest.Provides.Executors {
