@@ -54,15 +54,16 @@ const webhookRounds = 4
 // The machine is shared, so the phases alternate in webhookRounds rounds
 // of b.N/webhookRounds each, the heap collected before each, and each
 // rate is its phase's total: a change of load during the run falls on
-// all of them. Reported: both rates and their ratio (issue 12 asks ≥ 0.5), the
-// webhook's p50 and p99 latency to 2xx, deliveries per group commit, the
-// share of the webhook phase the committer spent committing and the mean
-// commit, the deliveries per commit that joined its transaction under way
-// (groupAcceptor.lateJoiner), the share of commits that waited for
-// deliveries in flight, their mean wait and the share of waits the bound
-// ended (groupAcceptor.waitForSiblings), and the CPU time per
-// delivery of this process (daemon and senders) and of the notes process,
-// and this process's allocations per delivery, over the webhook phase. With
+// all of them. Reported: both rates and their ratio (issue 12 asks
+// ≥ 0.5), the webhook's p50 and p99 latency to 2xx, deliveries per group
+// commit, the share of the webhook phase the committer spent committing
+// and the mean commit, the deliveries per commit that joined its
+// transaction under way (groupAcceptor.lateJoiner), the share of commits
+// that waited for deliveries in flight, their mean wait and the share of
+// waits the bound ended (groupAcceptor.waitForSiblings), and the CPU time
+// per delivery of this process (daemon and senders) and of the notes
+// process, and this process's allocations per delivery, over the webhook
+// phase. With
 // EXTENSION_CPUPROFILE=P in the environment notes writes its CPU profile
 // to P.<pid> (sdk.Serve):
 //
