@@ -173,13 +173,21 @@ func cmdClock(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 // cmdExt: ext kill NAME — SIGKILL to the package's process group; it
-// returns once the process has exited.
+// returns once the process has exited and the daemon's change stream
+// shows the crash (a package change with more restarts).
 func cmdExt(ts *testscript.TestScript, neg bool, args []string) {
 	noNeg(ts, neg, "ext")
 	s := state(ts)
 	if len(args) != 2 || args[0] != "kill" {
 		ts.Fatalf("usage: ext kill NAME")
 	}
+	c, err := s.api()
+	ts.Check(err)
+	ctx, cancel := s.ctx()
+	defer cancel()
+	page, err := c.Events(ctx, client.EventQuery{Limit: 1})
+	ts.Check(err)
+	mark := page.LatestChange // before the status: the crash's change comes after it
 	p := s.pkg(ts, args[1])
 	if p.PID <= 0 {
 		ts.Fatalf("ext kill: package %s runs no process (state %s)", p.Name, p.State)
@@ -188,6 +196,12 @@ func cmdExt(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("ext kill %s: process group %d: %v", p.Name, p.PID, err)
 	}
 	ts.Check(waitGone(p.PID, s.within))
+	_, err = c.WaitFor(ctx, client.ChangeQuery{After: mark}, func(ch client.Change) bool {
+		return ch.Package != nil && ch.Package.Name == p.Name && ch.Package.Restarts > p.Restarts
+	})
+	if err != nil {
+		ts.Fatalf("ext kill %s: the change stream showed no crash of the package within %v: %v", p.Name, s.within, err)
+	}
 	s.progress("package %s killed (process group %d, restarts so far %d)", p.Name, p.PID, p.Restarts)
 	fmt.Fprintf(ts.Stdout(), "killed %s (pid %d)\n", p.Name, p.PID)
 }
@@ -299,6 +313,8 @@ var (
 	// workChangeFields are the fields a Work change carries.
 	workChangeFields = []string{"id", "state", "scope"}
 	execFields       = []string{"work", "state", "attempt", "epoch", "executor"}
+	// packageChangeFields are the fields a package change carries.
+	packageChangeFields = []string{"name", "state", "restarts"}
 )
 
 func eventOf(e client.Event) map[string]string {
@@ -308,6 +324,15 @@ func eventOf(e client.Event) map[string]string {
 
 func workOf(w client.Work) map[string]string {
 	return map[string]string{"id": w.ID, "state": w.State, "kind": w.Kind, "scope": w.ScopeID, "binding": w.Binding}
+}
+
+func execChangeOf(x client.ExecutionChange) map[string]string {
+	return map[string]string{"work": x.WorkID, "state": x.State, "attempt": strconv.Itoa(x.Attempt),
+		"epoch": strconv.FormatInt(x.Epoch, 10), "executor": x.Executor}
+}
+
+func packageChangeOf(p client.PackageChange) map[string]string {
+	return map[string]string{"name": p.Name, "state": p.State, "restarts": strconv.Itoa(p.Restarts)}
 }
 
 func execOf(x client.Execution) map[string]string {

@@ -18,11 +18,13 @@
 // The commands, besides testscript's own (each checks its arguments and
 // says what it expected when it fails; none takes "!" unless it says so):
 //
-//	await event|work [--within D] [count=N] [FIELD=VALUE...]
+//	await event|work|exec|package [--within D] [count=N] [FIELD=VALUE...]
 //		wait on the change stream, from its start, until N distinct
-//		Events (Works) had a change matching every field (event fields:
-//		source, delivery, family, type, scope, schema; work fields, as a
-//		change carries them: id, state, scope); a deadline, never a sleep
+//		Events (Works, Executions, packages) had a change matching every
+//		field (event fields: source, delivery, family, type, scope,
+//		schema; work fields, as a change carries them: id, state, scope;
+//		exec fields: work, state, attempt, epoch, executor; package
+//		fields: name, state, restarts); a deadline, never a sleep
 //	await log [--within D] [count=N] REGEXP
 //		wait until the running daemon's log, since its start, holds N
 //		matches (default 1), woken by each write to it
@@ -70,7 +72,8 @@
 //		orphan); waits on each process's pidfd up to the deadline
 //	ext kill NAME
 //		SIGKILL to package NAME's process group (its PID in status);
-//		returns once the process has exited
+//		returns once the process has exited and the change stream shows
+//		the daemon saw the crash
 //	fault PKG RULE...
 //		arm a fault on the proxy between the daemon and PKG (serve
 //		--test-faults), in host/faultproxy's grammar: crash

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -14,10 +15,10 @@ import (
 	"github.com/open-conduit/open-conduit/client"
 )
 
-// cmdAwait: await event|work [--within D] [count=N] [FIELD=VALUE…] — waits
-// on the daemon's change stream, from its first change, until N distinct
-// Events (or Works) have had a change matching every field (count
-// defaults to 1). It fails at the deadline, saying what it saw: never a
+// cmdAwait: await event|work|exec|package [--within D] [count=N]
+// [FIELD=VALUE…] — waits on the daemon's change stream, from its first
+// change, until N distinct Events (Works, Executions, packages) have had
+// a change matching every field (count defaults to 1). It fails at the deadline, saying what it saw: never a
 // sleep, never a poll.
 func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 	noNeg(ts, neg, "await")
@@ -43,14 +44,11 @@ func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 		s.awaitLog(ts, args[1], want, within)
 		return
 	}
-	if len(args) == 0 || (args[0] != "event" && args[0] != "work") {
-		ts.Fatalf("usage: await event|work [--within D] [count=N] [FIELD=VALUE...] | await log [--within D] REGEXP")
+	if len(args) == 0 || !slices.Contains([]string{"event", "work", "exec", "package"}, args[0]) {
+		ts.Fatalf("usage: await event|work|exec|package [--within D] [count=N] [FIELD=VALUE...] | await log [--within D] REGEXP")
 	}
 	kind := args[0]
-	allowed := eventFields
-	if kind == "work" {
-		allowed = workChangeFields
-	}
+	allowed := map[string][]string{"event": eventFields, "work": workChangeFields, "exec": execFields, "package": packageChangeFields}[kind]
 	f := parseFilters(ts, "await "+kind, s.expandAll(args[1:]), allowed...)
 	want := f.count
 	if want < 0 {
@@ -73,6 +71,10 @@ func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 			seen[ch.Event.ID] = true
 		case kind == "work" && ch.Work != nil && f.match(workOf(*ch.Work)):
 			seen[ch.Work.ID] = true
+		case kind == "exec" && ch.Execution != nil && f.match(execChangeOf(*ch.Execution)):
+			seen[ch.Execution.ID] = true
+		case kind == "package" && ch.Package != nil && f.match(packageChangeOf(*ch.Package)):
+			seen[ch.Package.Name] = true
 		}
 		return len(seen) >= want
 	})
@@ -334,6 +336,12 @@ func describeChange(ch client.Change) string {
 		return fmt.Sprintf("%d event %s %s/%s", ch.Seq, ch.Event.ID, ch.Event.Source, ch.Event.DeliveryID)
 	case ch.Work != nil:
 		return fmt.Sprintf("%d work %s %s kind=%s", ch.Seq, ch.Work.ID, ch.Work.State, ch.Work.Kind)
+	case ch.Execution != nil:
+		x := ch.Execution
+		return fmt.Sprintf("%d.%d exec %s work=%s attempt=%d epoch=%d %s", ch.Seq, ch.Journal, x.ID, x.WorkID, x.Attempt, x.Epoch, x.State)
+	case ch.Package != nil:
+		p := ch.Package
+		return fmt.Sprintf("%d.%d package %s %s pid=%d restarts=%d", ch.Seq, ch.Journal, p.Name, p.State, p.PID, p.Restarts)
 	}
 	return fmt.Sprintf("%d %s", ch.Seq, ch.Kind)
 }
