@@ -472,7 +472,8 @@ const (
 // from the first), of one scope if Scope is set. AfterJournal is the
 // journal cursor (the last Change.Journal seen, 0 for none): with it the
 // stream resumes exactly; without it a resume from After may repeat a
-// journal change that came after After.
+// journal change placed at After, or miss one placed before After that
+// was recorded while the log moved past it. WaitFor passes both.
 type ChangeQuery struct {
 	After        int64
 	AfterJournal int64

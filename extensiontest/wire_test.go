@@ -15,8 +15,9 @@ import (
 )
 
 // TestFailureShowsTheStepsWire: a failing step's evidence holds the wire
-// lines it caused (its delivery's webhook.handle, by a header only that
-// delivery carries) and none of an earlier step's, and the wire logs the
+// lines it caused (its delivery's webhook.handle, by the name of a header
+// only that delivery carries: the wire log keeps header names, not their
+// values) and none of an earlier step's, and the wire logs the
 // daemon wrote hold the secret.resolve the first delivery made without
 // the secret it answered, and the agent's runs without their toolbelt
 // tokens.
@@ -24,13 +25,13 @@ func TestFailureShowsTheStepsWire(t *testing.T) {
 	t.Parallel()
 	marked := func(id, mark string) *et.Webhook {
 		w := delivery(id, "Hello "+id)
-		w.Header = map[string]string{"X-Et-Mark": mark}
+		w.Header = map[string]string{mark: "1"}
 		return w
 	}
 	c := notesCase(
-		et.Step{Name: "an earlier delivery", Webhook: marked("n1", "earlier-step"),
+		et.Step{Name: "an earlier delivery", Webhook: marked("n1", "X-Et-Earlier-Step"),
 			Expect: []et.Check{et.ExpectEvent(et.EventMatch{Family: notes.FamilyNote})}},
-		et.Step{Name: "a delivery expecting what never happens", Webhook: marked("n2", "failing-step"),
+		et.Step{Name: "a delivery expecting what never happens", Webhook: marked("n2", "X-Et-Failing-Step"),
 			Expect: []et.Check{et.ExpectEvent(et.EventMatch{Family: notes.FamilyNote, Type: "never"})}},
 	)
 	c.Timeout = 2 * time.Second
@@ -42,14 +43,14 @@ func TestFailureShowsTheStepsWire(t *testing.T) {
 
 	wire := section(t, serr.Evidence, "--- wire (package notes, this step")
 	assert.Contains(t, wire, `"method":"webhook.handle"`)
-	assert.Contains(t, wire, "failing-step", "the step's own delivery is in its wire")
+	assert.Contains(t, wire, "X-Et-Failing-Step", "the step's own delivery is in its wire")
 	assert.Contains(t, wire, "daemon→package")
 	assert.Contains(t, wire, "package→daemon")
-	assert.NotContains(t, serr.Evidence, "earlier-step", "an earlier step's wire is not this step's evidence")
+	assert.NotContains(t, serr.Evidence, "X-Et-Earlier-Step", "an earlier step's wire is not this step's evidence")
 
 	log, rerr := os.ReadFile(filepath.Join(serr.Dir, "state", "logs", "extensions", "notes.wire.jsonl"))
 	require.NoError(t, rerr)
-	assert.Contains(t, string(log), "earlier-step", "the log holds every step; the evidence only the failing one's")
+	assert.Contains(t, string(log), "X-Et-Earlier-Step", "the log holds every step; the evidence only the failing one's")
 	assert.Contains(t, string(log), `"method":"secret.resolve"`, "the first delivery resolved its secret over the wire")
 	assert.Contains(t, string(log), `"result":"[redacted]"`)
 	assert.NotContains(t, string(log), notesSecret, "a resolved secret never reaches the wire log")

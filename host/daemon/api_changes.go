@@ -112,6 +112,11 @@ func (a *api) changes(w http.ResponseWriter, r *http.Request) error {
 	if jl != nil && afterJournal > jl.latest() {
 		return client.Errorf(client.CodeConflict, "after_journal=%d is beyond the last journal change %d of this daemon process", afterJournal, jl.latest())
 	}
+	if jl != nil && afterJournal == 0 {
+		// From here on the journal is read by its numbers alone, so a
+		// change placed late (at a Seq already passed) is still sent.
+		afterJournal = jl.before(after)
+	}
 	scope, scoped := q.Get("scope"), q.Has("scope")
 	flusher, canFlush := w.(http.Flusher)
 	if !canFlush {
@@ -133,6 +138,12 @@ func (a *api) changes(w http.ResponseWriter, r *http.Request) error {
 	flusher.Flush()
 
 	send := func(c client.Change) bool {
+		if c.Journal > 0 {
+			afterJournal = c.Journal
+			// A change placed at a Seq this stream has passed goes
+			// where the stream is: the order a client checks holds.
+			c.Seq = max(c.Seq, after)
+		}
 		if scoped && changeScope(c) != scope {
 			return true
 		}
@@ -146,7 +157,7 @@ func (a *api) changes(w http.ResponseWriter, r *http.Request) error {
 		// before it, which the page read next then holds.
 		var pending []client.Change
 		if jl != nil {
-			pending = jl.after(afterJournal, after)
+			pending = jl.after(afterJournal)
 		}
 		page, err := view(r.Context(), store, func(tx runtime.ReadTx) ([]client.Change, error) {
 			return readChanges(tx, after, streamPage)
@@ -159,7 +170,6 @@ func (a *api) changes(w http.ResponseWriter, r *http.Request) error {
 		}
 		for _, c := range page {
 			for len(pending) > 0 && pending[0].Seq < c.Seq {
-				afterJournal = pending[0].Journal
 				if !send(pending[0]) {
 					return nil // the client left
 				}
@@ -174,7 +184,6 @@ func (a *api) changes(w http.ResponseWriter, r *http.Request) error {
 			// The log is read to its end: every journal change left is
 			// placed at or before it.
 			for _, c := range pending {
-				afterJournal = c.Journal
 				if !send(c) {
 					return nil
 				}

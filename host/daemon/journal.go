@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -26,11 +27,16 @@ type journal struct {
 
 func newJournal(n *changeNotifier) *journal { return &journal{n: n} }
 
-// add numbers c, keeps it and wakes the streams.
+// add numbers c, keeps it and wakes the streams. Its Seq is raised to
+// the last kept change's, so the journal's Seqs never go down: a change
+// whose Seq was read before another's commit is placed after it.
 func (j *journal) add(c client.Change) {
 	j.mu.Lock()
 	j.last++
 	c.Journal = j.last
+	if n := len(j.entries); n > 0 && c.Seq < j.entries[n-1].Seq {
+		c.Seq = j.entries[n-1].Seq
+	}
 	if len(j.entries) == client.JournalSize {
 		copy(j.entries, j.entries[1:])
 		j.entries = j.entries[:len(j.entries)-1]
@@ -47,19 +53,39 @@ func (j *journal) latest() int64 {
 	return j.last
 }
 
-// after returns the kept changes numbered after afterJournal whose Seq is
-// at least minSeq (a change placed at Seq came after the log's change
-// Seq), oldest first.
-func (j *journal) after(afterJournal, minSeq int64) []client.Change {
+// after returns the kept changes numbered after afterJournal, oldest
+// first.
+func (j *journal) after(afterJournal int64) []client.Change {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	var out []client.Change
-	for _, c := range j.entries {
-		if c.Journal > afterJournal && c.Seq >= minSeq {
-			out = append(out, c)
-		}
+	if len(j.entries) == 0 {
+		return nil
 	}
-	return out
+	// Numbers are consecutive: the first to return is at a known index.
+	i := max(afterJournal-j.entries[0].Journal+1, 0)
+	if i >= int64(len(j.entries)) {
+		return nil
+	}
+	return slices.Clone(j.entries[i:])
+}
+
+// before is the cursor of a stream that starts after the log's change
+// seq with no journal cursor: the last change placed before seq (0 if
+// none), so the stream reads every journal change placed at seq or later.
+func (j *journal) before(seq int64) int64 {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	cursor := int64(0)
+	if len(j.entries) > 0 {
+		cursor = j.entries[0].Journal - 1 // the dropped ones are before any cursor
+	}
+	for _, c := range j.entries {
+		if c.Seq >= seq {
+			break
+		}
+		cursor = c.Journal
+	}
+	return cursor
 }
 
 // latestSeq is the change log's last Seq now (0 when it cannot be read:

@@ -155,3 +155,33 @@ func TestChangeStreamCarriesPackagesAndExecutions(t *testing.T) {
 		return ch.Execution != nil && ch.Execution.ID == x.ID && ch.Execution.State == string(runtime.ExecutionSucceeded)
 	})
 }
+
+// TestJournalOrderAndCursors: a change whose Seq was read before another
+// change's is placed after it (Seqs never go down); after reads by
+// number, also once the oldest are dropped; before is the cursor of a
+// stream that starts at a Seq.
+func TestJournalOrderAndCursors(t *testing.T) {
+	j := newJournal(&changeNotifier{})
+	j.add(client.Change{Seq: 3, Kind: client.ChangePackage})
+	j.add(client.Change{Seq: 5, Kind: client.ChangeExecution})
+	j.add(client.Change{Seq: 4, Kind: client.ChangePackage}) // read before 5 committed
+	got := j.after(0)
+	require.Len(t, got, 3)
+	assert.Equal(t, []int64{3, 5, 5}, []int64{got[0].Seq, got[1].Seq, got[2].Seq})
+	assert.Equal(t, []int64{1, 2, 3}, []int64{got[0].Journal, got[1].Journal, got[2].Journal})
+	assert.Len(t, j.after(2), 1)
+	assert.Empty(t, j.after(3))
+	assert.Equal(t, int64(0), j.before(3), "a change at the cursor's Seq comes after it")
+	assert.Equal(t, int64(1), j.before(4))
+	assert.Equal(t, int64(3), j.before(6))
+
+	for i := range client.JournalSize {
+		j.add(client.Change{Seq: int64(10 + i)})
+	}
+	assert.Equal(t, int64(3+client.JournalSize), j.latest())
+	kept := j.after(0)
+	require.Len(t, kept, client.JournalSize, "the oldest are dropped")
+	assert.Equal(t, int64(4), kept[0].Journal)
+	assert.Len(t, j.after(j.latest()-2), 2)
+	assert.Equal(t, int64(3), j.before(0), "a cursor before the kept changes starts at the first kept")
+}
