@@ -124,19 +124,28 @@ func parseKVLayouts(p string, n *jnode, m *protocol.Manifest) ([]KVLayoutSeed, e
 //     as after a crash before the host recorded the new version;
 //   - serve its handler operations on the migrated KV.
 //
-// A package at kv_version 0 has nothing to migrate (not applicable); one
-// above it without a seeded layout could not be exercised and fails.
+// A package at kv_version 0 has nothing to migrate (not applicable). Layout
+// 0 is a fresh install's empty KV, which certification knows without the
+// author: a package at kv_version 1 with no seeds is migrated from it. One
+// above 1 without a seeded layout could not be exercised and fails, since
+// only its author knows what its older releases left.
 func CheckPackageKVMigration(ctx context.Context, d PackageDriver) error {
 	m := d.Manifest()
 	if m.KVVersion == 0 {
 		return notApplicable("the manifest declares kv_version 0: there is no older KV layout to migrate from")
 	}
-	in := authorInputs(d)
-	if in == nil || len(in.KVLayouts) == 0 {
-		return fmt.Errorf("could not exercise: the manifest declares kv_version %d, and %s seeds no older layout (kv_layouts) to migrate from", m.KVVersion, InputsFile)
+	var seeds []KVLayoutSeed
+	if in := authorInputs(d); in != nil {
+		seeds = in.KVLayouts
+	}
+	if len(seeds) == 0 {
+		if m.KVVersion > 1 {
+			return fmt.Errorf("could not exercise: the manifest declares kv_version %d, and %s seeds no older layout (kv_layouts) to migrate from", m.KVVersion, InputsFile)
+		}
+		seeds = []KVLayoutSeed{{Stored: 0}} // a fresh install: nothing to move, nothing to judge but the rules
 	}
 	var errs []error
-	for i, seed := range in.KVLayouts {
+	for i, seed := range seeds {
 		if err := checkMigrationFrom(ctx, d, seed); err != nil {
 			errs = append(errs, fmt.Errorf("kv_layouts[%d], layout %d to %d: %w", i, seed.Stored, m.KVVersion, err))
 		}
