@@ -175,10 +175,6 @@ func TestWireLogBounds(t *testing.T) {
 	assert.Equal(t, info.Size(), info2.Size())
 }
 
-// FuzzWireTap feeds the tap what a package might write, then the daemon's
-// answer to a secret.resolve it asked with that id: whatever the package
-// wrote passes on unchanged, the log stays JSON lines, and the secret in
-// the answer never reaches the log.
 // TestWireLogRedactsWebhooksAndConfigs: a webhook.handle keeps its
 // method, its registered path, its header names, its query's keys, the
 // values of the allowed headers and its body, and nothing else of its
@@ -226,6 +222,11 @@ func TestWireLogRedactsWebhooksAndConfigs(t *testing.T) {
 	}
 }
 
+// FuzzWireTap feeds the tap what a package might write, then the daemon's
+// answer to a secret.resolve it asked with that id, then the same bytes as
+// the daemon's own lines: whatever either side wrote passes on unchanged,
+// the log stays JSON lines, and the secret in the answer never reaches
+// the log.
 func FuzzWireTap(f *testing.F) {
 	f.Add([]byte(`{"jsonrpc":"2.0","id":7,"method":"secret.resolve","params":{}}`+"\n"), "7")
 	f.Add([]byte(`{"jsonrpc":"2.0","id":"a","method":"secret.resolve"}`+"\n"+`{"id":"a","result":1}`+"\n"), `"a"`)
@@ -252,6 +253,11 @@ func FuzzWireTap(f *testing.F) {
 		answer := `{"jsonrpc":"2.0","id":` + id + `,"result":{"values":{"k":"` + secret + `"}}}` + "\n"
 		_, err = w.Write([]byte(answer))
 		require.NoError(t, err)
+		// The same bytes as the daemon's own lines (a webhook.handle, a
+		// configure): redacted in the log, passed on unchanged.
+		_, err = w.Write(append(append([]byte(nil), fromExt...), '\n'))
+		require.NoError(t, err)
+		assert.Equal(t, answer+string(fromExt)+"\n", stdin.String())
 		require.NoError(t, l.Close())
 		data, err := os.ReadFile(filepath.Join(dir, "p.wire.jsonl"))
 		require.NoError(t, err)
