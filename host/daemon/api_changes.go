@@ -61,11 +61,17 @@ func newNotifyingStore(s runtime.Store) notifyingStore {
 }
 
 func (s notifyingStore) Transact(ctx context.Context, fn func(runtime.Tx) error) error {
+	return s.journaled(ctx, s.Store.Transact, fn)
+}
+
+// journaled runs fn through transact, then notifies, and journals the
+// Executions it wrote once it committed.
+func (s notifyingStore) journaled(ctx context.Context, transact func(context.Context, func(runtime.Tx) error) error, fn func(runtime.Tx) error) error {
 	defer s.n.notify()
 	var jt *journalingTx
-	err := s.Store.Transact(ctx, func(tx runtime.Tx) error {
+	err := transact(ctx, func(tx runtime.Tx) error {
 		jt = &journalingTx{Tx: tx} // a retried fn starts with none
-		return fn(jt)
+		return fn(wrapTx(tx, jt))
 	})
 	if err == nil && jt != nil {
 		for _, c := range jt.written {

@@ -235,7 +235,7 @@ func Open(ctx context.Context, opts Options) (d *Daemon, err error) {
 	if d.toolbelt, err = newToolbelt(opts.StateDir, d.Engine, d.log); err != nil {
 		return nil, err
 	}
-	if d.engine, err = runtime.New(runtime.Config{Store: d.store, Clock: opts.Clock, Holder: "daemon", Toolbelt: d.toolbelt,
+	if d.engine, err = runtime.New(runtime.Config{Store: d.store.engineStore(), Clock: opts.Clock, Holder: "daemon", Toolbelt: d.toolbelt,
 		OnError: func(err error) { d.log.Warn("engine", "err", err) }}); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,62 @@
+package daemon
+
+import (
+	"context"
+	"time"
+
+	"github.com/open-conduit/open-conduit/runtime"
+)
+
+// The store's optional capabilities (runtime.PreAcceptStore: a push routed
+// in its accepting commit; runtime.DeferredSyncStore: an Execution's start
+// in one synced write) are found by the engine with type assertions, so a
+// wrapper that only embeds runtime.Store hides them. engineStore gives the
+// engine the notifying store with each capability the store under it has,
+// and no other: claiming one it lacks would make the engine take a path
+// the store cannot keep.
+
+// engineStore returns s as the engine sees it: with both capabilities when
+// the store under it has both (runtime/sqlite), else with neither (the
+// faultinject build's killing store, whose kill points count the steps of
+// ordinary transactions).
+func (s notifyingStore) engineStore() runtime.Store {
+	pre, hasPre := s.Store.(runtime.PreAcceptStore)
+	def, hasDef := s.Store.(runtime.DeferredSyncStore)
+	if hasPre && hasDef {
+		return capableStore{s, pre, def}
+	}
+	return s
+}
+
+// capableStore is a notifyingStore over a store with both capabilities; a
+// deferred commit notifies and journals as a synced one does.
+type capableStore struct {
+	notifyingStore
+	pre runtime.PreAcceptStore
+	def runtime.DeferredSyncStore
+}
+
+func (s capableStore) Now() time.Time { return s.pre.Now() }
+
+func (s capableStore) TransactDeferSync(ctx context.Context, fn func(runtime.Tx) error) error {
+	return s.journaled(ctx, s.def.TransactDeferSync, fn)
+}
+
+// preAcceptTx is a journalingTx over a runtime.PreAcceptTx.
+type preAcceptTx struct {
+	*journalingTx
+	under runtime.PreAcceptTx
+}
+
+func (t preAcceptTx) AcceptEventAt(env runtime.Envelope, at time.Time) (runtime.Event, bool, error) {
+	return t.under.AcceptEventAt(env, at)
+}
+
+// wrapTx gives fn a journalingTx with the PreAcceptTx capability when tx
+// has it.
+func wrapTx(tx runtime.Tx, jt *journalingTx) runtime.Tx {
+	if p, ok := tx.(runtime.PreAcceptTx); ok {
+		return preAcceptTx{jt, p}
+	}
+	return jt
+}
