@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/open-conduit/open-conduit/protocol"
 )
@@ -158,6 +159,8 @@ func coverage(m *protocol.Manifest, trace []WireMessage, selected bool) []Uncove
 	type request struct{ method, name string }
 	pending := map[string]request{}
 	sent := map[string]map[string]bool{}
+	refused := map[request]string{} // the first error a request of the surface was answered with
+	reconciles := false             // a configure answer registered a source that reconciles
 	for _, w := range trace {
 		if w.Message == nil {
 			continue
@@ -167,6 +170,10 @@ func coverage(m *protocol.Manifest, trace []WireMessage, selected bool) []Uncove
 			Method string                     `json:"method"`
 			Params map[string]json.RawMessage `json:"params"`
 			Result json.RawMessage            `json:"result"`
+			Error  *struct {
+				Code    int    `json:"code"`
+				Message string `json:"message"`
+			} `json:"error"`
 		}
 		if json.Unmarshal(w.Message, &msg) != nil || len(msg.ID) == 0 || string(msg.ID) == "null" {
 			continue
@@ -180,19 +187,36 @@ func coverage(m *protocol.Manifest, trace []WireMessage, selected bool) []Uncove
 			pending[string(msg.ID)] = req
 		case w.Direction == DirectionFromExtension && msg.Method == "":
 			req, ok := pending[string(msg.ID)]
+			if ok && msg.Error != nil {
+				if _, seen := refused[req]; !seen {
+					refused[req] = fmt.Sprintf("%d %s", msg.Error.Code, clipReason(msg.Error.Message))
+				}
+			}
 			if !ok || msg.Result == nil {
 				continue
 			}
 			delete(pending, string(msg.ID))
+			if req.method == "configure" && !reconciles {
+				var r protocol.ConfigureResult
+				if json.Unmarshal(msg.Result, &r) == nil {
+					reconciles = slices.ContainsFunc(r.Sources, func(src protocol.SourceDecl) bool { return src.Reconcile })
+				}
+			}
 			if sent[req.method] == nil {
 				sent[req.method] = map[string]bool{}
 			}
 			sent[req.method][""], sent[req.method][req.name] = true, true
 		}
 	}
-	reason := func(method string) string {
+	reason := func(method, name string) string {
 		if why, ok := unjudged[method]; ok {
 			return why
+		}
+		if method == "ingress.reconcile" && !reconciles {
+			return "no source the package registered in configure reconciles, so the host never asks for a scan"
+		}
+		if answer, ok := refused[request{method, name}]; ok {
+			return fmt.Sprintf("asked in this run, and the package answered only with errors (the first: %s)", answer)
 		}
 		if selected {
 			return "no criterion this run selected (--run) had it answered"
@@ -207,7 +231,7 @@ func coverage(m *protocol.Manifest, trace []WireMessage, selected bool) []Uncove
 		if ns, ok := namedSurfaces[mt.Name]; ok {
 			for _, name := range ns.names(m) {
 				if !sent[mt.Name][name] {
-					out = append(out, Uncovered{Surface: ns.kind + " " + name, Method: mt.Name, Reason: reason(mt.Name)})
+					out = append(out, Uncovered{Surface: ns.kind + " " + name, Method: mt.Name, Reason: reason(mt.Name, name)})
 				}
 			}
 			continue
@@ -217,8 +241,17 @@ func coverage(m *protocol.Manifest, trace []WireMessage, selected bool) []Uncove
 			if surface == "" {
 				surface = mt.Name
 			}
-			out = append(out, Uncovered{Surface: surface, Method: mt.Name, Reason: reason(mt.Name)})
+			out = append(out, Uncovered{Surface: surface, Method: mt.Name, Reason: reason(mt.Name, "")})
 		}
 	}
 	return out
+}
+
+// clipReason keeps an answer's message to one short line in a reason.
+func clipReason(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	if len(s) > 120 {
+		s = s[:120] + "…"
+	}
+	return s
 }

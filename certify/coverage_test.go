@@ -68,14 +68,33 @@ func TestCoverageListsWhatNoCriterionExercised(t *testing.T) {
 	assert.Contains(t, left, "task full-tick task.run", "a refused call covers nothing")
 	assert.Contains(t, left, "recurrence full-daily recurrence.next", "a method the package sent covers nothing")
 	assert.Len(t, left, len(all)-2)
+	reconcileReason := ""
 	for _, u := range got {
-		if u.Method == "event.render" {
+		switch u.Method {
+		case "event.render":
 			assert.Contains(t, u.Reason, "has no rendering criterion", "a method no criterion calls says why")
-			continue
+		case "task.run":
+			assert.Contains(t, u.Reason, "answered only with errors (the first: -32000 not yet)", "a surface asked and refused says what the package answered")
+		case "ingress.reconcile":
+			reconcileReason = u.Reason
+			assert.Contains(t, u.Reason, "no source the package registered in configure reconciles")
+		default:
+			assert.Contains(t, u.Reason, "criteria version 2")
 		}
-		assert.Contains(t, u.Reason, "criteria version 2")
 	}
+	require.NotEmpty(t, reconcileReason, "the full manifest's ingress.reconcile is uncovered")
 	assert.Contains(t, certify.Coverage(m, trace, true)[0].Reason, "--run")
+
+	// Once a configure answer registers a source that reconciles, an
+	// unasked scan is the criteria's gap again, not the package's choice.
+	registered := append(trace,
+		hostSent(`{"jsonrpc":"2.0","id":20,"method":"configure","params":{}}`),
+		fromExt(`{"jsonrpc":"2.0","id":20,"result":{"sources":[{"name":"full/s","scope_id":"s","reconcile":true}]}}`))
+	for _, u := range certify.Coverage(m, registered, false) {
+		if u.Method == "ingress.reconcile" {
+			assert.Contains(t, u.Reason, "criteria version 2")
+		}
+	}
 }
 
 // A run reports its uncovered surfaces in every form, with a count in the
