@@ -87,6 +87,34 @@ def emitted_event_id(source, delivery_id):
     return "evt_" + h.hexdigest()
 
 
+
+def record_once(ext, params):
+    """The good handler the controls share: an operation.call that records
+    its input under its request ID once, answers a retry with what it
+    recorded, and answers a lost race (conflict) with the winner's record."""
+    data = params.get("input") or {}
+    title = data.get("title", "") if isinstance(data, dict) else ""
+    key = "request/" + (params.get("request_id") or "")
+    found = ext.call("kv.get", {"namespace": ext.name, "key": key})
+    if found.get("found"):
+        return {"output": found.get("value")}
+    output = {"item": key, "title": title}
+    try:
+        ext.call(
+            "kv.commit",
+            {
+                "preconditions": [{"namespace": ext.name, "key": key, "absent": True}],
+                "puts": [{"namespace": ext.name, "key": key, "value": output}],
+            },
+        )
+    except Refusal as refusal:
+        if refusal.code != "conflict":
+            raise
+        # Another attempt recorded it first: answer what it recorded.
+        found = ext.call("kv.get", {"namespace": ext.name, "key": key})
+        return {"output": found.get("value")}
+    return {"output": output}
+
 def log(*args):
     print(*args, file=sys.stderr, flush=True)
 

@@ -24,28 +24,7 @@ ext.honour_cancel = False
 def operation_call(params):
     if params.get("operation") != "weak-ignore-cancel.add":
         raise pyproto.Refusal("undeclared", "operation %r is not declared" % params.get("operation"))
-    data = params.get("input") or {}
-    title = data.get("title", "") if isinstance(data, dict) else ""
-    key = "request/" + (params.get("request_id") or "")
-    found = ext.call("kv.get", {"namespace": ext.name, "key": key})
-    if found.get("found"):
-        return {"output": found.get("value")}
-    output = {"item": key, "title": title}
-    try:
-        ext.call(
-            "kv.commit",
-            {
-                "preconditions": [{"namespace": ext.name, "key": key, "absent": True}],
-                "puts": [{"namespace": ext.name, "key": key, "value": output}],
-            },
-        )
-    except pyproto.Refusal as refusal:
-        if refusal.code != "conflict":
-            raise
-        # Another attempt recorded it first: answer what it recorded.
-        found = ext.call("kv.get", {"namespace": ext.name, "key": key})
-        return {"output": found.get("value")}
-    return {"output": output}
+    return pyproto.record_once(ext, params)
 
 
 if __name__ == "__main__":

@@ -19,37 +19,12 @@ import pyproto  # noqa: E402
 ext = pyproto.Extension(__file__)
 
 
-def record(params):
-    data = params.get("input") or {}
-    title = data.get("title", "") if isinstance(data, dict) else ""
-    key = "request/" + (params.get("request_id") or "")
-    found = ext.call("kv.get", {"namespace": ext.name, "key": key})
-    if found.get("found"):
-        return {"output": found.get("value")}
-    output = {"item": key, "title": title}
-    try:
-        ext.call(
-            "kv.commit",
-            {
-                "preconditions": [{"namespace": ext.name, "key": key, "absent": True}],
-                "puts": [{"namespace": ext.name, "key": key, "value": output}],
-            },
-        )
-    except pyproto.Refusal as refusal:
-        if refusal.code != "conflict":
-            raise
-        # Another attempt recorded it first: answer what it recorded.
-        found = ext.call("kv.get", {"namespace": ext.name, "key": key})
-        return {"output": found.get("value")}
-    return {"output": output}
-
-
 @ext.handle("operation.call")
 def operation_call(params):
     if params.get("operation") != "weak-leaky-errors.add":
         raise pyproto.Refusal("undeclared", "operation %r is not declared" % params.get("operation"))
     try:
-        return record(params)
+        return pyproto.record_once(ext, params)
     except pyproto.HostRefusal as err:
         # THE DEFECT: the failure's own text becomes the answer.
         raise pyproto.Refusal("storage_failed", "recording the item failed: %s" % err.message)
