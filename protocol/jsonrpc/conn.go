@@ -168,6 +168,9 @@ type Conn struct {
 
 	closeR, closeW sync.Once
 	closeWErr      error
+	// writeFailed arms the end of a connection whose write failed, once
+	// (see write).
+	writeFailed sync.Once
 }
 
 // reply is the outcome of one outgoing call.
@@ -429,15 +432,27 @@ func (c *Conn) sendCancel(id int64) {
 	}
 }
 
-// write sends one encoded message. A failure ends the connection.
+// WriteFailDrain bounds how long a connection whose write failed goes on
+// reading before it ends.
+const WriteFailDrain = time.Second
+
+// write sends one encoded message. A failure ends the connection, but not
+// at once: a peer that closed its input (a package exiting once it
+// answered shutdown) may have written answers still unread, and those
+// count. So the reader runs on to the end of the stream, which ends the
+// connection as it always does, or for WriteFailDrain at most; the write's
+// own caller gets the failure now.
 func (c *Conn) write(b []byte) error {
 	c.wmu.Lock()
 	_, err := c.w.Write(b)
 	c.wmu.Unlock()
 	if err != nil {
 		err = fmt.Errorf("%w: write: %v", ErrTransport, err)
-		c.fail(err, nil)
-		return c.Err()
+		c.writeFailed.Do(func() {
+			c.logf("jsonrpc: %v; reading on for what the peer sent before", err)
+			time.AfterFunc(WriteFailDrain, func() { c.fail(err, nil) })
+		})
+		return err
 	}
 	return nil
 }
