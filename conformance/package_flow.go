@@ -106,6 +106,22 @@ type flowGate struct {
 	passing bool
 	all     chan struct{}
 	once    sync.Once
+	// heldOne is closed when the first call is held: a package whose
+	// reader answers overloaded at once may not have had its handler call
+	// the host yet.
+	heldOne     chan struct{}
+	heldOneOnce sync.Once
+}
+
+// awaitHeld waits until a call is held, for at most bound.
+func (g *flowGate) awaitHeld(ctx context.Context, bound time.Duration) {
+	t := time.NewTimer(bound)
+	defer t.Stop()
+	select {
+	case <-g.heldOne:
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
 
 func (g *flowGate) intercept(ctx context.Context, _ string, _ json.RawMessage) (bool, any, error) {
@@ -117,6 +133,7 @@ func (g *flowGate) intercept(ctx context.Context, _ string, _ json.RawMessage) (
 	ch := make(chan struct{})
 	g.held = append(g.held, ch)
 	g.mu.Unlock()
+	g.heldOneOnce.Do(func() { close(g.heldOne) })
 	select {
 	case <-ch:
 		return false, nil, nil
@@ -150,7 +167,7 @@ type flowAnswer struct {
 // fillBound is CheckPackageOverloaded once it has a request that calls
 // the host.
 func fillBound(ctx context.Context, d PackageDriver, p RawPackage, r drivenRequest) error {
-	gate := &flowGate{all: make(chan struct{})}
+	gate := &flowGate{all: make(chan struct{}), heldOne: make(chan struct{})}
 	restore := p.Intercept(gate.intercept)
 	cctx, cancel := context.WithCancel(ctx)
 	defer func() {
@@ -228,6 +245,7 @@ func fillBound(ctx context.Context, d PackageDriver, p RawPackage, r drivenReque
 	}
 	// With the bound still full, answer one held host call: its request
 	// must complete, so the reader still reads.
+	gate.awaitHeld(ctx, OverloadBound)
 	if !gate.releaseOne() {
 		return errors.Join(append(errs, fmt.Errorf("none of the %d requests of %s held a host call", bound, r.what))...)
 	}
