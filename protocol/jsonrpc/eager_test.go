@@ -147,44 +147,7 @@ func TestEagerBlockingHandlerSeesCancel(t *testing.T) {
 // (each handed on at its deadline) a request is answered overloaded, and
 // their nested callbacks are answered while the bound is full.
 func TestEagerKeepsTheBound(t *testing.T) {
-	const bound = 4
-	started := make(chan struct{}, bound)
-	release := make(chan struct{})
-	peer := jsonrpc.Methods{
-		"block": func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
-			started <- struct{}{}
-			<-release
-			var out []string
-			err := jsonrpc.ConnFromContext(ctx).Call(ctx, "host.echo", []string{"nested"}, &out)
-			return out, err
-		},
-		"quick": func(_ context.Context, req *jsonrpc.Request) (any, error) { return req.Params, nil },
-	}
-	host := jsonrpc.Methods{"host.echo": func(_ context.Context, req *jsonrpc.Request) (any, error) { return req.Params, nil }}
-	h, _ := pipePair(t, host, peer, nil, &jsonrpc.Options{MaxInflight: bound, Eager: allEager, EagerDeadline: time.Millisecond})
-	results := make(chan error, bound)
-	for range bound {
-		go func() {
-			var out []string
-			err := h.Call(t.Context(), "block", nil, &out)
-			if err == nil && !slices.Equal(out, []string{"nested"}) {
-				err = assert.AnError
-			}
-			results <- err
-		}()
-	}
-	for range bound {
-		<-started
-	}
-	err := h.Call(t.Context(), "quick", []int{1}, nil)
-	var rpcErr *jsonrpc.Error
-	require.ErrorAs(t, err, &rpcErr, "a request over the bound")
-	assert.JSONEq(t, `{"code":"overloaded"}`, string(rpcErr.Data))
-	close(release)
-	for range bound {
-		assert.NoError(t, <-results, "nested callbacks answered while the bound is full")
-	}
-	var out []int
-	require.NoError(t, h.Call(t.Context(), "quick", []int{2}, &out), "below the bound again")
-	assert.Equal(t, []int{2}, out)
+	assertBoundKeepsCallbacks(t, "quick", func(bound int) *jsonrpc.Options {
+		return &jsonrpc.Options{MaxInflight: bound, Eager: allEager, EagerDeadline: time.Millisecond}
+	})
 }

@@ -99,6 +99,17 @@ func TestInlineServedOnTheReader(t *testing.T) {
 // flight an inline request is answered overloaded, and the nested callback
 // of a handler in flight still gets its answer.
 func TestInlineKeepsTheBound(t *testing.T) {
+	assertBoundKeepsCallbacks(t, "pure", func(bound int) *jsonrpc.Options {
+		return &jsonrpc.Options{MaxInflight: bound, Inline: func(m string) bool { return m == "pure" }}
+	})
+}
+
+// assertBoundKeepsCallbacks: with bound "block" handlers in flight on a
+// peer served with opts(bound), a request for quick is answered
+// overloaded, the blocked handlers' nested callbacks are still answered,
+// and below the bound quick is served again.
+func assertBoundKeepsCallbacks(t *testing.T, quick string, opts func(bound int) *jsonrpc.Options) {
+	t.Helper()
 	const bound = 4
 	started := make(chan struct{}, bound)
 	release := make(chan struct{})
@@ -110,10 +121,10 @@ func TestInlineKeepsTheBound(t *testing.T) {
 			err := jsonrpc.ConnFromContext(ctx).Call(ctx, "host.echo", []string{"nested"}, &out)
 			return out, err
 		},
-		"pure": func(_ context.Context, req *jsonrpc.Request) (any, error) { return req.Params, nil },
+		quick: func(_ context.Context, req *jsonrpc.Request) (any, error) { return req.Params, nil },
 	}
 	host := jsonrpc.Methods{"host.echo": func(_ context.Context, req *jsonrpc.Request) (any, error) { return req.Params, nil }}
-	h, _ := pipePair(t, host, peer, nil, &jsonrpc.Options{MaxInflight: bound, Inline: func(m string) bool { return m == "pure" }})
+	h, _ := pipePair(t, host, peer, nil, opts(bound))
 	results := make(chan error, bound)
 	for range bound {
 		go func() {
@@ -128,16 +139,16 @@ func TestInlineKeepsTheBound(t *testing.T) {
 	for range bound {
 		<-started
 	}
-	err := h.Call(t.Context(), "pure", []int{1}, nil)
+	err := h.Call(t.Context(), quick, []int{1}, nil)
 	var rpcErr *jsonrpc.Error
-	require.ErrorAs(t, err, &rpcErr, "an inline request over the bound")
+	require.ErrorAs(t, err, &rpcErr, "a request over the bound")
 	assert.JSONEq(t, `{"code":"overloaded"}`, string(rpcErr.Data))
 	close(release)
 	for range bound {
 		assert.NoError(t, <-results, "nested callbacks answered while the bound is full")
 	}
 	var out []int
-	require.NoError(t, h.Call(t.Context(), "pure", []int{2}, &out), "below the bound again")
+	require.NoError(t, h.Call(t.Context(), quick, []int{2}, &out), "below the bound again")
 	assert.Equal(t, []int{2}, out)
 }
 
