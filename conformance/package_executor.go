@@ -158,7 +158,7 @@ func checkExecutorLifecycle(ctx context.Context, d PackageDriver, executor, tag 
 		return errors.Join(append(errs, err)...)
 	}
 	meta := long.recovery()
-	if err := restartByKill(ctx, d); err != nil {
+	if err := crashAndRestart(ctx, d); err != nil {
 		return errors.Join(append(errs, fmt.Errorf("executor %s: %w", executor, err))...)
 	}
 	// As the host does, recover carries the binding's config.
@@ -179,24 +179,6 @@ func checkExecutorLifecycle(ctx context.Context, d PackageDriver, executor, tag 
 		errs = append(errs, fmt.Errorf("executor %s: recover of a run it never started answered %v, not %s", executor, err, protocol.CodeNotAdoptable))
 	}
 	return errors.Join(errs...)
-}
-
-// restartByKill kills the supervised process and waits until the host has
-// it serving again.
-func restartByKill(ctx context.Context, d PackageDriver) error {
-	gen := d.Generation()
-	if err := d.Kill(); err != nil {
-		return fmt.Errorf("killing the package: %w", err)
-	}
-	rctx, cancel := context.WithTimeout(ctx, PackageRestartBound)
-	defer cancel()
-	var err error
-	for rctx.Err() == nil {
-		if err = d.Call(rctx, "configure", d.ConfigureParams(), nil); err == nil && d.Generation() > gen {
-			return nil
-		}
-	}
-	return fmt.Errorf("the package was not serving again within %v of being killed: %v", PackageRestartBound, err)
 }
 
 // liveMarker is the line a controls run writes first, which executor.live
