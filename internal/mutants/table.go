@@ -491,6 +491,16 @@ var sdkMutants = []Mutant{
 		Edits:  []Edit{edit(sdkServer, "\t\tif pe.Code == protocol.CodeInternal {\n", "\t\tif false && pe.Code == protocol.CodeInternal {\n")},
 	},
 	{
+		// Slow only where the criterion looks, as weak-slow-start is: a start
+		// in the host's own state directory (<root>/extensions/<name>)
+		// answers at once, so every other criterion sees a package that
+		// starts; a cold start elsewhere sleeps past the bound first.
+		Name: "sdk/slow-offline-start", Package: "schedule", Caught: "lifecycle/start-bound",
+		Breaks: "a package started cold, as offline validation starts one, answers initialize within the 15 s start bound",
+		Edits: []Edit{edit(sdkServer, "\tif s.ext.Initialize != nil {\n\t\tif err := s.ext.Initialize(ctx, p); err != nil {",
+			"\tif own := \"/extensions/\" + s.manifest.Name; len(p.StateDir) < len(own) || p.StateDir[len(p.StateDir)-len(own):] != own {\n\t\ttime.Sleep(20 * time.Second)\n\t}\n\tif s.ext.Initialize != nil {\n\t\tif err := s.ext.Initialize(ctx, p); err != nil {")},
+	},
+	{
 		Name: "sdk/no-inflight-bound", Package: "notes", Caught: "flow/overloaded",
 		Breaks: "a side serves at most 64 requests at once and answers the rest overloaded",
 		Edits:  []Edit{edit(sdkServe, "MaxInflight: maxInflight,", "MaxInflight: 1 << 20,")},
