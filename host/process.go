@@ -706,7 +706,35 @@ func (p *Process) Call(ctx context.Context, method string, params, result any) e
 	if err != nil {
 		return err
 	}
-	return inst.conn.Call(ctx, method, params, result)
+	return callWire(ctx, inst.conn, method, params, result)
+}
+
+// callWire is conn.Call with the hand-written codec of the wire types that
+// have one (protocol.JSONAppender and JSONDecoder: operation.call's params
+// and result) in place of encoding/json's reflection. The encoded params
+// cross as raw JSON, which the transport still checks against the strict
+// rule; a result that does not decode fails as the transport's own
+// decoding would.
+func callWire(ctx context.Context, conn *jsonrpc.Conn, method string, params, result any) error {
+	if a, ok := params.(protocol.JSONAppender); ok {
+		b, err := a.AppendJSON(nil)
+		if err != nil {
+			return fmt.Errorf("jsonrpc: encoding params of %s: %w", method, err)
+		}
+		params = json.RawMessage(b)
+	}
+	d, ok := result.(protocol.JSONDecoder)
+	if !ok {
+		return conn.Call(ctx, method, params, result)
+	}
+	var raw json.RawMessage
+	if err := conn.Call(ctx, method, params, &raw); err != nil {
+		return err
+	}
+	if err := d.DecodeJSON(raw); err != nil {
+		return fmt.Errorf("jsonrpc: decoding result of %s: %w", method, err)
+	}
+	return nil
 }
 
 // CallInTx makes one of the bounded in-transaction calls: it does not wait

@@ -87,3 +87,12 @@ var NotServedMarkers = []string{
 	notServedLine(Method{Direction: HostToExtension, Notification: true}),
 	transportMethods["$/cancel"],
 }
+
+// OperationCallFastForTest reports whether the hand-written decoders of
+// operation.call take their fast path for data (rather than handing it to
+// encoding/json), for the tests that the fast path is what they measure.
+func OperationCallFastForTest(data []byte) (params, result bool) {
+	var p OperationCallParams
+	var r OperationCallResult
+	return decodeOperationCallParams(data, &p), decodeOperationCallResult(data, &r)
+}

@@ -44,7 +44,13 @@ func unmarshalParams[T any](data []byte) (T, error) {
 	if len(data) == 0 || string(data) == "null" {
 		return v, nil
 	}
-	if err := json.Unmarshal(data, &v); err != nil {
+	var err error
+	if d, ok := any(&v).(JSONDecoder); ok {
+		err = d.DecodeJSON(data) // a hand-written codec: opcall_json.go
+	} else {
+		err = json.Unmarshal(data, &v)
+	}
+	if err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
 			return v, fmt.Errorf("%w: field %s must be %s, not %s", ErrInvalidParams, te.Field, jsonKind(te.Type), te.Value)

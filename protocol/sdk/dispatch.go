@@ -2,6 +2,8 @@ package sdk
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 
 	"github.com/open-conduit/open-conduit/protocol"
 )
@@ -198,7 +200,11 @@ func init() {
 }
 
 // serveWith adapts a typed method to a methodFunc: it decodes the params
-// (a wire value or JSON) and returns the typed result.
+// (a wire value or JSON) and returns the typed result. When the params
+// came as JSON (over the wire) and the result has a hand-written encoder
+// (protocol.JSONAppender: operation.call's), the result goes back as the
+// JSON it writes, which the transport checks and copies, instead of
+// through encoding/json's reflection.
 func serveWith[P, R any](f func(s *server, ctx context.Context, p P) (R, error)) methodFunc {
 	return func(s *server, ctx context.Context, params any) (any, error) {
 		p, err := protocol.DecodeParams[P](params)
@@ -208,6 +214,15 @@ func serveWith[P, R any](f func(s *server, ctx context.Context, p P) (R, error))
 		r, err := f(s, ctx, p)
 		if err != nil {
 			return nil, err
+		}
+		if _, wire := params.(json.RawMessage); wire {
+			if a, ok := any(r).(protocol.JSONAppender); ok {
+				b, err := a.AppendJSON(nil)
+				if err != nil {
+					return nil, fmt.Errorf("encoding the result: %w", err)
+				}
+				return json.RawMessage(b), nil
+			}
 		}
 		return r, nil
 	}

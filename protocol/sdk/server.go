@@ -37,7 +37,9 @@ type server struct {
 	mu       sync.Mutex
 	state    int
 	inflight map[*inflightCall]struct{}
-	idle     chan struct{} // closed and replaced whenever inflight empties
+	// idle is closed when inflight empties; nil until shutdown waits on
+	// it, so a request costs no channel.
+	idle chan struct{}
 	// Over the wire, requests carry their place on the stream (seq, from
 	// 1) and their handlers start in any order. shutdownSeq is the
 	// shutdown's place: a request read before it is still served, even
@@ -58,6 +60,14 @@ type arrivals struct {
 // arrive records request seq; the caller holds s.mu.
 func (a *arrivals) arrive(seq uint64) {
 	if seq == 0 || seq <= a.upTo {
+		return
+	}
+	if seq == a.upTo+1 && len(a.beyond) == 0 {
+		a.upTo++ // in order, the usual case: no map
+		if a.changed != nil {
+			close(a.changed)
+			a.changed = nil
+		}
 		return
 	}
 	if a.beyond == nil {
@@ -85,7 +95,10 @@ func (a *arrivals) wait() <-chan struct{} {
 	return a.changed
 }
 
-type inflightCall struct{ cancel context.CancelFunc }
+type inflightCall struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+}
 
 // newServer parses ext's manifest and checks ext against it.
 func newServer(ext *Extension, host Caller) (*server, error) {
@@ -108,7 +121,6 @@ func newServer(ext *Extension, host Caller) (*server, error) {
 		enabled:  map[string]bool{},
 		logf:     ext.Logf,
 		inflight: map[*inflightCall]struct{}{},
-		idle:     make(chan struct{}),
 	}
 	for _, mt := range m.EnabledMethods() {
 		s.enabled[mt.Name] = true
@@ -151,16 +163,15 @@ func (s *server) serve(ctx context.Context, seq uint64, method string, params an
 	// arrive, the request is either in flight or refused.
 	s.mu.Lock()
 	state := s.stateFor(seq)
-	var ready context.Context
-	var done func()
+	var c *inflightCall
 	if known && state == stateReady && dispatched && s.enabled[method] {
-		ready, done = s.beginLocked(ctx)
+		c = s.beginLocked(ctx)
 	}
 	s.arrivals.arrive(seq)
 	s.mu.Unlock()
-	if done != nil {
-		defer done()
-		return f(s, ready, params)
+	if c != nil {
+		defer s.end(c)
+		return f(s, c.ctx, params)
 	}
 	switch {
 	case !known || mt.Direction == protocol.ExtensionToHost:
@@ -192,22 +203,41 @@ func (s *server) stateFor(seq uint64) int {
 }
 
 // beginLocked records a request in flight so shutdown can wait for or
-// cancel it; the caller holds s.mu.
-func (s *server) beginLocked(ctx context.Context) (context.Context, func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	c := &inflightCall{cancel: cancel}
+// cancel it; the caller holds s.mu and calls end when it is done.
+func (s *server) beginLocked(ctx context.Context) *inflightCall {
+	c := &inflightCall{}
+	c.ctx, c.cancel = context.WithCancel(ctx)
 	s.inflight[c] = struct{}{}
-	return ctx, func() {
-		cancel()
-		s.mu.Lock()
-		delete(s.inflight, c)
+	return c
+}
+
+// end records the request's end.
+func (s *server) end(c *inflightCall) {
+	c.cancel()
+	s.mu.Lock()
+	delete(s.inflight, c)
+	if len(s.inflight) == 0 && s.idle != nil {
+		close(s.idle)
+		s.idle = nil
+	}
+	s.mu.Unlock()
+}
+
+// idleLocked is a channel closed when no request is in flight (at once
+// when none is); the caller holds s.mu.
+func (s *server) idleLocked() <-chan struct{} {
+	if s.idle == nil {
+		s.idle = make(chan struct{})
 		if len(s.inflight) == 0 {
 			close(s.idle)
-			s.idle = make(chan struct{})
+			s.idle = nil
+			return closedChan
 		}
-		s.mu.Unlock()
 	}
+	return s.idle
 }
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // wireError maps a handler's error onto what crosses: a *protocol.Error
 // keeps its code and message, except internal, which crosses bare; the
@@ -313,7 +343,7 @@ func (s *server) shutdown(ctx context.Context, seq uint64) (any, error) {
 	defer timer.Stop()
 	for {
 		s.mu.Lock()
-		n, idle := len(s.inflight), s.idle
+		n, idle := len(s.inflight), s.idleLocked()
 		s.mu.Unlock()
 		if n == 0 {
 			break

@@ -1,0 +1,516 @@
+package protocol
+
+import (
+	"encoding/json"
+	"unicode/utf8"
+)
+
+// operation.call crosses on every toolbelt call, and on a small call
+// encoding/json's reflection was the largest part of the CPU both sides
+// spent on it (prototypes/transport's fullstack echo: decoding the params
+// in the SDK and the result in the host, encoding both). Its params and
+// result therefore carry a hand-written codec, AppendJSON and DecodeJSON,
+// which the host's wire calls and the SDK's dispatch use for any type that
+// has one (JSONAppender, JSONDecoder).
+//
+// encoding/json stays the reference: these types define no MarshalJSON or
+// UnmarshalJSON, so json.Marshal and json.Unmarshal treat them as before,
+// and the codec's tests and fuzz target hold it to them value for value.
+// The decoder takes a fast path only for the plain shape a peer writes
+// (exact member names, each once, strings without escapes) and hands
+// anything else to json.Unmarshal, so its outcome, errors included, is
+// always encoding/json's.
+
+// JSONAppender is a wire type with a hand-written JSON encoder.
+type JSONAppender interface {
+	// AppendJSON appends the value's JSON form to buf; json.Unmarshal of
+	// what it appended gives what json.Marshal's output would. Raw JSON
+	// members are checked and copied as they are (json.Marshal would
+	// compact them), so the output may hold line breaks between tokens;
+	// the transport turns those into spaces.
+	AppendJSON(buf []byte) ([]byte, error)
+}
+
+// JSONDecoder is a wire type with a hand-written JSON decoder.
+type JSONDecoder interface {
+	// DecodeJSON decodes data into the value as json.Unmarshal would,
+	// with the same result and the same error. It does not keep data.
+	DecodeJSON(data []byte) error
+}
+
+var (
+	_ JSONAppender = OperationCallParams{}
+	_ JSONDecoder  = (*OperationCallParams)(nil)
+	_ JSONAppender = OperationCallResult{}
+	_ JSONDecoder  = (*OperationCallResult)(nil)
+)
+
+// AppendJSON appends p as JSON (JSONAppender).
+func (p OperationCallParams) AppendJSON(buf []byte) ([]byte, error) {
+	if len(p.Input) > 0 && !validRaw(p.Input) {
+		// encoding/json's verdict and error (it also takes nesting deeper
+		// than validRaw follows).
+		b, err := json.Marshal(p)
+		return append(buf, b...), err
+	}
+	buf = append(buf, `{"operation":`...)
+	buf = appendJSONString(buf, p.Operation)
+	if p.RequestID != "" {
+		buf = append(buf, `,"request_id":`...)
+		buf = appendJSONString(buf, p.RequestID)
+	}
+	if len(p.Input) > 0 {
+		buf = append(buf, `,"input":`...)
+		buf = append(buf, p.Input...)
+	}
+	buf = append(buf, `,"authority":{"scope_id":`...)
+	a := p.Authority
+	buf = appendJSONString(buf, a.ScopeID)
+	for _, m := range [...]struct{ key, value string }{
+		{`,"work_id":`, a.WorkID},
+		{`,"execution_id":`, a.ExecutionID},
+		{`,"binding":`, a.Binding},
+		{`,"connection":`, a.Connection},
+	} {
+		if m.value != "" {
+			buf = append(buf, m.key...)
+			buf = appendJSONString(buf, m.value)
+		}
+	}
+	return append(buf, "}}"...), nil
+}
+
+// DecodeJSON decodes data into p (JSONDecoder).
+func (p *OperationCallParams) DecodeJSON(data []byte) error {
+	q := *p
+	if decodeOperationCallParams(data, &q) {
+		*p = q
+		return nil
+	}
+	return json.Unmarshal(data, p)
+}
+
+// AppendJSON appends r as JSON (JSONAppender).
+func (r OperationCallResult) AppendJSON(buf []byte) ([]byte, error) {
+	if len(r.Output) == 0 {
+		return append(buf, "{}"...), nil
+	}
+	if !validRaw(r.Output) {
+		b, err := json.Marshal(r) // encoding/json's verdict, as above
+		return append(buf, b...), err
+	}
+	buf = append(buf, `{"output":`...)
+	buf = append(buf, r.Output...)
+	return append(buf, '}'), nil
+}
+
+// DecodeJSON decodes data into r (JSONDecoder).
+func (r *OperationCallResult) DecodeJSON(data []byte) error {
+	q := *r
+	if decodeOperationCallResult(data, &q) {
+		*r = q
+		return nil
+	}
+	return json.Unmarshal(data, r)
+}
+
+// The fast decoders report false for anything off the plain shape; the
+// caller then decodes with encoding/json.
+
+func decodeOperationCallParams(data []byte, p *OperationCallParams) bool {
+	var seen uint8
+	ok := decodeObject(data, func(d *jsonScan, key []byte) bool {
+		var bit uint8
+		switch string(key) {
+		case "operation":
+			bit = 1
+			return d.once(&seen, bit) && d.stringInto(&p.Operation)
+		case "request_id":
+			bit = 2
+			return d.once(&seen, bit) && d.stringInto(&p.RequestID)
+		case "input":
+			bit = 4
+			return d.once(&seen, bit) && d.rawInto(&p.Input)
+		case "authority":
+			bit = 8
+			return d.once(&seen, bit) && d.authorityInto(&p.Authority)
+		}
+		return false
+	})
+	return ok
+}
+
+func decodeOperationCallResult(data []byte, r *OperationCallResult) bool {
+	var seen uint8
+	return decodeObject(data, func(d *jsonScan, key []byte) bool {
+		return string(key) == "output" && d.once(&seen, 1) && d.rawInto(&r.Output)
+	})
+}
+
+func (d *jsonScan) authorityInto(a *Authority) bool {
+	if d.literal("null") {
+		return true // encoding/json leaves a struct alone for null
+	}
+	var seen uint8
+	return d.object(func(d *jsonScan, key []byte) bool {
+		var field *string
+		var bit uint8
+		switch string(key) {
+		case "scope_id":
+			field, bit = &a.ScopeID, 1
+		case "work_id":
+			field, bit = &a.WorkID, 2
+		case "execution_id":
+			field, bit = &a.ExecutionID, 4
+		case "binding":
+			field, bit = &a.Binding, 8
+		case "connection":
+			field, bit = &a.Connection, 16
+		default:
+			return false
+		}
+		return d.once(&seen, bit) && d.stringInto(field)
+	})
+}
+
+// jsonScan reads one JSON document from b.
+type jsonScan struct {
+	b []byte
+	i int
+}
+
+// maxFastDepth bounds the nesting the fast path skips through in a raw
+// member; deeper documents go to encoding/json, which has its own bound.
+const maxFastDepth = 64
+
+// decodeObject reads data as one object, handing each member's key to
+// member (which reads the value), and nothing but space after it.
+// encoding/json takes a top-level null as no change.
+func decodeObject(data []byte, member func(d *jsonScan, key []byte) bool) bool {
+	d := &jsonScan{b: data}
+	d.space()
+	if d.literal("null") {
+		d.space()
+		return d.i == len(d.b)
+	}
+	if !d.object(member) {
+		return false
+	}
+	d.space()
+	return d.i == len(d.b)
+}
+
+func (d *jsonScan) space() {
+	for d.i < len(d.b) {
+		switch d.b[d.i] {
+		case ' ', '\t', '\n', '\r':
+			d.i++
+		default:
+			return
+		}
+	}
+}
+
+func (d *jsonScan) literal(lit string) bool {
+	if len(d.b)-d.i >= len(lit) && string(d.b[d.i:d.i+len(lit)]) == lit {
+		d.i += len(lit)
+		return true
+	}
+	return false
+}
+
+// object reads an object whose member names are plain strings (no
+// escapes: encoding/json would match an escaped or differently cased name
+// to a field, which the fast path leaves to it).
+func (d *jsonScan) object(member func(d *jsonScan, key []byte) bool) bool {
+	if d.i >= len(d.b) || d.b[d.i] != '{' {
+		return false
+	}
+	d.i++
+	d.space()
+	if d.i < len(d.b) && d.b[d.i] == '}' {
+		d.i++
+		return true
+	}
+	for {
+		key, ok := d.plainString()
+		if !ok {
+			return false
+		}
+		d.space()
+		if d.i >= len(d.b) || d.b[d.i] != ':' {
+			return false
+		}
+		d.i++
+		d.space()
+		if !member(d, key) {
+			return false
+		}
+		d.space()
+		if d.i >= len(d.b) {
+			return false
+		}
+		switch d.b[d.i] {
+		case ',':
+			d.i++
+			d.space()
+		case '}':
+			d.i++
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// once records a member seen; a second one (which encoding/json resolves
+// by order, merging objects) is left to encoding/json.
+func (d *jsonScan) once(seen *uint8, bit uint8) bool {
+	if *seen&bit != 0 {
+		return false
+	}
+	*seen |= bit
+	return true
+}
+
+// plainString reads a string without escapes or control characters whose
+// bytes are valid UTF-8 (encoding/json would replace invalid bytes with
+// U+FFFD) and returns its contents, which alias d.b.
+func (d *jsonScan) plainString() ([]byte, bool) {
+	if d.i >= len(d.b) || d.b[d.i] != '"' {
+		return nil, false
+	}
+	start := d.i + 1
+	ascii := true
+	for j := start; j < len(d.b); j++ {
+		c := d.b[j]
+		switch {
+		case c == '"':
+			s := d.b[start:j]
+			if !ascii && !utf8.Valid(s) {
+				return nil, false
+			}
+			d.i = j + 1
+			return s, true
+		case c == '\\' || c < 0x20:
+			return nil, false
+		case c >= utf8.RuneSelf:
+			ascii = false
+		}
+	}
+	return nil, false
+}
+
+// stringInto reads a string member; null leaves the field as it is, as
+// encoding/json does.
+func (d *jsonScan) stringInto(field *string) bool {
+	if d.literal("null") {
+		return true
+	}
+	s, ok := d.plainString()
+	if ok {
+		*field = string(s)
+	}
+	return ok
+}
+
+// rawInto reads any value into a raw member, copied (null included, as
+// encoding/json's json.RawMessage keeps it).
+func (d *jsonScan) rawInto(field *json.RawMessage) bool {
+	start := d.i
+	if !d.skipValue(0) {
+		return false
+	}
+	*field = append(json.RawMessage(nil), d.b[start:d.i]...)
+	return true
+}
+
+// validRaw reports whether b is one JSON value, space around it allowed,
+// as encoding/json requires of a json.RawMessage it marshals.
+func validRaw(b []byte) bool {
+	d := &jsonScan{b: b}
+	d.space()
+	if !d.skipValue(0) {
+		return false
+	}
+	d.space()
+	return d.i == len(b)
+}
+
+// skipValue reads one JSON value, checking its syntax as encoding/json
+// does (which takes any bytes from 0x20 in a string, valid UTF-8 or not).
+func (d *jsonScan) skipValue(depth int) bool {
+	if d.i >= len(d.b) {
+		return false
+	}
+	switch c := d.b[d.i]; {
+	case c == '{':
+		if depth >= maxFastDepth {
+			return false
+		}
+		d.i++
+		d.space()
+		if d.i < len(d.b) && d.b[d.i] == '}' {
+			d.i++
+			return true
+		}
+		for {
+			if !d.skipString() {
+				return false
+			}
+			d.space()
+			if d.i >= len(d.b) || d.b[d.i] != ':' {
+				return false
+			}
+			d.i++
+			d.space()
+			if !d.skipValue(depth + 1) {
+				return false
+			}
+			d.space()
+			if d.i >= len(d.b) {
+				return false
+			}
+			if d.b[d.i] == '}' {
+				d.i++
+				return true
+			}
+			if d.b[d.i] != ',' {
+				return false
+			}
+			d.i++
+			d.space()
+		}
+	case c == '[':
+		if depth >= maxFastDepth {
+			return false
+		}
+		d.i++
+		d.space()
+		if d.i < len(d.b) && d.b[d.i] == ']' {
+			d.i++
+			return true
+		}
+		for {
+			if !d.skipValue(depth + 1) {
+				return false
+			}
+			d.space()
+			if d.i >= len(d.b) {
+				return false
+			}
+			if d.b[d.i] == ']' {
+				d.i++
+				return true
+			}
+			if d.b[d.i] != ',' {
+				return false
+			}
+			d.i++
+			d.space()
+		}
+	case c == '"':
+		return d.skipString()
+	case c == 't':
+		return d.literal("true")
+	case c == 'f':
+		return d.literal("false")
+	case c == 'n':
+		return d.literal("null")
+	case c == '-' || c >= '0' && c <= '9':
+		return d.skipNumber()
+	}
+	return false
+}
+
+func (d *jsonScan) skipString() bool {
+	if d.i >= len(d.b) || d.b[d.i] != '"' {
+		return false
+	}
+	for j := d.i + 1; j < len(d.b); j++ {
+		switch c := d.b[j]; {
+		case c == '"':
+			d.i = j + 1
+			return true
+		case c < 0x20:
+			return false
+		case c == '\\':
+			j++
+			if j >= len(d.b) {
+				return false
+			}
+			switch d.b[j] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if j+4 >= len(d.b) {
+					return false
+				}
+				for _, h := range d.b[j+1 : j+5] {
+					if !(h >= '0' && h <= '9' || h >= 'a' && h <= 'f' || h >= 'A' && h <= 'F') {
+						return false
+					}
+				}
+				j += 4
+			default:
+				return false
+			}
+		}
+	}
+	return false
+}
+
+// skipNumber reads -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+func (d *jsonScan) skipNumber() bool {
+	b, i := d.b, d.i
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	default:
+		return false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if i >= len(b) || b[i] < '0' || b[i] > '9' {
+			return false
+		}
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if i >= len(b) || b[i] < '0' || b[i] > '9' {
+			return false
+		}
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	}
+	d.i = i
+	return true
+}
+
+// appendJSONString appends s as a JSON string: as it is when it needs no
+// escape, otherwise as encoding/json writes it (escapes, invalid UTF-8 as
+// U+FFFD).
+func appendJSONString(buf []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
+			b, _ := json.Marshal(s) // a string always marshals
+			return append(buf, b...)
+		}
+	}
+	buf = append(buf, '"')
+	buf = append(buf, s...)
+	return append(buf, '"')
+}

@@ -1,0 +1,265 @@
+package protocol_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/open-conduit/open-conduit/protocol"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The hand-written codec of operation.call is held to encoding/json: the
+// same document decodes to the same value with the same error, and what
+// AppendJSON writes decodes to what json.Marshal's output does (byte for
+// byte when nothing needs an escape or compacting).
+
+// opcallDocs are the decoder's cases: the plain shape a peer writes (the
+// fast path) and everything it hands to encoding/json.
+var opcallDocs = []struct {
+	name string
+	doc  string
+	fast bool // the params decoder takes its fast path
+}{
+	{"plain", `{"operation":"bench.echo","request_id":"r-1","input":{"seq":1,"text":"hi"},"authority":{"scope_id":"s","work_id":"w","execution_id":"e","binding":"b","connection":"c"}}`, true},
+	{"spaces", " {\n \"operation\" : \"op\" ,\t\"input\" : [ 1 , -2.5e+3 , true , false , null , \"x\\u00e9\\n\" , { } , [ ] ] } \r\n", true},
+	{"empty object", `{}`, true},
+	{"top-level null", `null`, true},
+	{"null members", `{"operation":null,"request_id":null,"input":null,"authority":null}`, true},
+	{"null authority member", `{"authority":{"scope_id":null}}`, true},
+	{"utf-8 string", `{"operation":"opé€😀"}`, true},
+	{"raw with invalid utf-8", "{\"input\":\"\xff\"}", true},
+	{"string input", `{"input":"text"}`, true},
+	{"number input", `{"input":0}`, true},
+	{"deep input", `{"input":` + nested(20) + `}`, true},
+
+	{"escaped string", `{"operation":"a\"b\\c\u00e9"}`, false},
+	{"escaped line break", `{"operation":"line\nbreak\u00e9","authority":{"scope_id":"tab\t"}}`, false},
+	{"escaped key", `{"oper\u0061tion":"x"}`, false},
+	{"folded key", `{"Operation":"x"}`, false},
+	{"kelvin key", "{\"\u212aey\":1}", false},
+	{"unknown member", `{"operation":"x","extra":{"a":[1,2]}}`, false},
+	{"duplicate member", `{"operation":"x","operation":"y"}`, false},
+	{"duplicate authority", `{"authority":{"scope_id":"a"},"authority":{"work_id":"b"}}`, false},
+	{"duplicate in authority", `{"authority":{"scope_id":"a","scope_id":"b"}}`, false},
+	{"invalid utf-8 string", "{\"operation\":\"\xff\"}", false},
+	{"wrong type", `{"operation":7}`, false},
+	{"wrong authority type", `{"authority":"s"}`, false},
+	{"array", `[1]`, false},
+	{"string", `"x"`, false},
+	{"number", `1`, false},
+	{"truncated", `{"operation":"x"`, false},
+	{"trailing garbage", `{"operation":"x"}x`, false},
+	{"two values", `{} {}`, false},
+	{"bad literal", `{"input":tru}`, false},
+	{"bad number", `{"input":01}`, false},
+	{"bad fraction", `{"input":1.}`, false},
+	{"bad exponent", `{"input":1e}`, false},
+	{"bad escape", `{"input":"\x"}`, false},
+	{"short unicode escape", `{"input":"\u12"}`, false},
+	{"control character", "{\"input\":\"a\tb\"}", false},
+	{"missing colon", `{"operation" "x"}`, false},
+	{"trailing comma", `{"operation":"x",}`, false},
+	{"empty", ``, false},
+	{"space only", `  `, false},
+	{"too deep for the fast path", `{"input":` + nested(100) + `}`, false},
+	{"too deep for encoding/json", `{"input":` + nested(20000) + `}`, false},
+}
+
+func nested(n int) string {
+	b := make([]byte, 0, 2*n+1)
+	for range n {
+		b = append(b, '[')
+	}
+	b = append(b, '1')
+	for range n {
+		b = append(b, ']')
+	}
+	return string(b)
+}
+
+func TestOperationCallDecodeAgreesWithEncodingJSON(t *testing.T) {
+	for _, c := range opcallDocs {
+		t.Run(c.name, func(t *testing.T) {
+			checkOperationCallDecode(t, []byte(c.doc))
+			fastParams, _ := protocol.OperationCallFastForTest([]byte(c.doc))
+			assert.Equal(t, c.fast, fastParams, "fast path taken")
+		})
+	}
+}
+
+func TestOperationCallResultDecodeAgreesWithEncodingJSON(t *testing.T) {
+	for _, doc := range []string{`{"output":{"seq":1}}`, `{}`, `null`, `{"output":null}`, ` { "output" : [1, "a"] } `,
+		`{"output":1,"output":2}`, `{"Output":1}`, `{"output":1,"x":2}`, `{"output":}`, `[]`, ``} {
+		checkOperationCallDecode(t, []byte(doc))
+	}
+	_, fast := protocol.OperationCallFastForTest([]byte(`{"output":{"seq":1,"text":"hello"}}`))
+	assert.True(t, fast, "the plain result takes the fast path")
+}
+
+// checkOperationCallDecode decodes doc with both decoders, from a zero
+// value and from one already holding values (encoding/json keeps what a
+// document does not mention), and requires the same values and errors.
+func checkOperationCallDecode(t *testing.T, doc []byte) {
+	t.Helper()
+	for _, start := range []protocol.OperationCallParams{{}, {Operation: "old", Input: json.RawMessage(`1`), Authority: protocol.Authority{ScopeID: "old", Binding: "old"}}} {
+		want, got := start, start
+		wantErr := json.Unmarshal(doc, &want)
+		gotErr := got.DecodeJSON(doc)
+		assert.Equal(t, errText(wantErr), errText(gotErr), "params error for %q", doc)
+		assert.Equal(t, want, got, "params for %q", doc)
+	}
+	for _, start := range []protocol.OperationCallResult{{}, {Output: json.RawMessage(`"old"`)}} {
+		want, got := start, start
+		wantErr := json.Unmarshal(doc, &want)
+		gotErr := got.DecodeJSON(doc)
+		assert.Equal(t, errText(wantErr), errText(gotErr), "result error for %q", doc)
+		assert.Equal(t, want, got, "result for %q", doc)
+	}
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func TestOperationCallEncodeAgreesWithEncodingJSON(t *testing.T) {
+	full := protocol.Authority{ScopeID: "s", WorkID: "w", ExecutionID: "e", Binding: "b", Connection: "c"}
+	cases := []struct {
+		name  string
+		p     protocol.OperationCallParams
+		bytes bool // json.Marshal writes the very same bytes
+	}{
+		{"zero", protocol.OperationCallParams{}, true},
+		{"plain", protocol.OperationCallParams{Operation: "bench.echo", RequestID: "r-1", Input: json.RawMessage(`{"seq":1,"text":"hi"}`), Authority: full}, true},
+		{"only scope", protocol.OperationCallParams{Operation: "op", Authority: protocol.Authority{ScopeID: "s", Binding: "b"}}, true},
+		{"escapes", protocol.OperationCallParams{Operation: "a\"b\\c\n\x01é<>&\u2028", RequestID: "\xff", Authority: protocol.Authority{ScopeID: "\t"}}, false},
+		{"spaced input", protocol.OperationCallParams{Operation: "op", Input: json.RawMessage(" {\n\"a\" : [1, 2] }\t")}, false},
+		{"empty input", protocol.OperationCallParams{Operation: "op", Input: json.RawMessage{}}, true},
+		{"null input", protocol.OperationCallParams{Operation: "op", Input: json.RawMessage(`null`)}, true},
+		{"deep input", protocol.OperationCallParams{Operation: "op", Input: json.RawMessage(nested(100))}, true},
+		{"invalid input", protocol.OperationCallParams{Operation: "op", Input: json.RawMessage(`{"a":}`)}, false},
+		{"truncated input", protocol.OperationCallParams{Operation: "op", Input: json.RawMessage(`[1,`)}, false},
+		{"two values", protocol.OperationCallParams{Operation: "op", Input: json.RawMessage(`1 2`)}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			checkOperationCallEncode(t, c.p, protocol.OperationCallResult{Output: c.p.Input}, c.bytes)
+		})
+	}
+}
+
+// checkOperationCallEncode compares AppendJSON with json.Marshal for p
+// and r: the same error, or outputs that decode to the same value (and
+// that are the same bytes when bytes is set). AppendJSON must append:
+// what buf held stays.
+func checkOperationCallEncode(t *testing.T, p protocol.OperationCallParams, r protocol.OperationCallResult, bytes bool) {
+	t.Helper()
+	for _, v := range []interface {
+		protocol.JSONAppender
+	}{p, r} {
+		want, wantErr := json.Marshal(v)
+		got, gotErr := v.AppendJSON([]byte("prefix"))
+		require.Equal(t, errText(wantErr), errText(gotErr), "%T %+v", v, v)
+		require.True(t, len(got) >= 6 && string(got[:6]) == "prefix", "AppendJSON kept what buf held")
+		got = got[6:]
+		if wantErr != nil {
+			assert.Empty(t, got, "nothing appended on an error")
+			continue
+		}
+		if bytes {
+			assert.Equal(t, string(want), string(got), "%T", v)
+		}
+		assert.True(t, json.Valid(got), "%T: %s", v, got)
+		switch v.(type) {
+		case protocol.OperationCallParams:
+			var a, b protocol.OperationCallParams
+			require.NoError(t, json.Unmarshal(want, &a))
+			require.NoError(t, json.Unmarshal(got, &b))
+			assert.Equal(t, compactRaw(t, a.Input), compactRaw(t, b.Input))
+			a.Input, b.Input = nil, nil
+			assert.Equal(t, a, b)
+		case protocol.OperationCallResult:
+			var a, b protocol.OperationCallResult
+			require.NoError(t, json.Unmarshal(want, &a))
+			require.NoError(t, json.Unmarshal(got, &b))
+			assert.Equal(t, compactRaw(t, a.Output), compactRaw(t, b.Output))
+		}
+	}
+}
+
+// compactRaw is raw without the space between its tokens (json.Marshal
+// compacts a json.RawMessage; AppendJSON copies it).
+func compactRaw(t *testing.T, raw json.RawMessage) string {
+	t.Helper()
+	if raw == nil {
+		return ""
+	}
+	var out []byte
+	out, err := json.Marshal(raw)
+	require.NoError(t, err)
+	return string(out)
+}
+
+// The decoder reads what a peer sends, on both sides: the SDK the host's
+// params, the host the extension's result. Whatever the bytes, it must
+// agree with encoding/json, and what it decodes must encode back to a
+// document that decodes to the same value.
+func FuzzOperationCallJSON(f *testing.F) {
+	for _, c := range opcallDocs {
+		if len(c.doc) < 1000 {
+			f.Add([]byte(c.doc))
+		}
+	}
+	f.Add([]byte(`{"output":{"seq":1,"text":"hello"}}`))
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		checkOperationCallDecode(t, doc)
+		var p protocol.OperationCallParams
+		var r protocol.OperationCallResult
+		if p.DecodeJSON(doc) == nil && r.DecodeJSON(doc) == nil {
+			checkOperationCallEncode(t, p, r, false)
+		}
+		// A document as encoding/json writes it takes the fast path.
+		if json.Unmarshal(doc, &p) == nil {
+			plain, err := json.Marshal(p)
+			require.NoError(t, err)
+			if fast, _ := protocol.OperationCallFastForTest(plain); !fast && !needsEscape(p) && depth(plain) <= 64 {
+				t.Errorf("the fast path refused encoding/json's own %s", plain)
+			}
+		}
+	})
+}
+
+// needsEscape reports whether json.Marshal writes one of p's strings with
+// an escape (which the fast path leaves to encoding/json).
+func needsEscape(p protocol.OperationCallParams) bool {
+	for _, s := range []string{p.Operation, p.RequestID, p.Authority.ScopeID, p.Authority.WorkID, p.Authority.ExecutionID, p.Authority.Binding, p.Authority.Connection} {
+		b, _ := json.Marshal(s)
+		if string(b) != `"`+s+`"` {
+			return true
+		}
+	}
+	return false
+}
+
+// depth is how deeply doc's arrays and objects nest.
+func depth(doc []byte) int {
+	d, most, inString := 0, 0, false
+	for i := 0; i < len(doc); i++ {
+		switch c := doc[i]; {
+		case inString && c == '\\':
+			i++
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '[' || c == '{':
+			d++
+			most = max(most, d)
+		case c == ']' || c == '}':
+			d--
+		}
+	}
+	return most
+}
