@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"bytes"
 	"fmt"
 	"unicode"
 	"unicode/utf8"
@@ -78,8 +77,9 @@ func ValidateJSON(field string, doc []byte) error {
 	if len(doc) > MaxPayloadBytes {
 		return fmt.Errorf("%w: %s is %d bytes, over %d", ErrTooLarge, field, len(doc), MaxPayloadBytes)
 	}
-	var buf bytes.Buffer
-	if err := canonicalJSON(&buf, doc); err != nil {
+	s := getSigning()
+	defer putSigning(s)
+	if err := s.canonical(&s.payload, doc); err != nil {
 		return fmt.Errorf("%w: %s: %v", ErrInvalid, field, err)
 	}
 	return nil
@@ -115,8 +115,11 @@ func ValidateEnvelope(env Envelope) (signature string, err error) {
 	if err := ValidateNames("works", env.Works); err != nil {
 		return "", err
 	}
-	if err := ValidateJSON("payload", env.Payload); err != nil {
-		return "", err
+	// ValidateJSON's checks, with the canonical form made once: Signature
+	// refuses a payload that is not one valid JSON value with the error
+	// ValidateJSON gives it.
+	if len(env.Payload) > MaxPayloadBytes {
+		return "", fmt.Errorf("%w: payload is %d bytes, over %d", ErrTooLarge, len(env.Payload), MaxPayloadBytes)
 	}
 	return Signature(env)
 }
