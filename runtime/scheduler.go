@@ -120,6 +120,21 @@ func (e *Engine) StartPending(ctx context.Context) ([]Execution, error) {
 
 var errNotStarted = errors.New("work changed; not started")
 
+// RunningMarkerTx is a Tx that marks a starting Execution running in one
+// fenced write, which an Execution's start uses in place of a read and a
+// PutExecution. The engine finds it with a type assertion; a Tx without
+// it (a wrapper's) takes the general path, with the same outcome.
+type RunningMarkerTx interface {
+	// MarkRunning sets Execution executionID, when it is starting and its
+	// lease's current, unreleased epoch is epoch, to running at epoch,
+	// with recovery as its recovery metadata (nil keeps what is stored),
+	// and returns it with marked=true. Otherwise it writes nothing and
+	// returns marked=false with no error, so the caller's general path
+	// finds out what the Execution is and refuses as it would. Invalid
+	// recovery metadata is ErrInvalid.
+	MarkRunning(executionID string, epoch int64, recovery []byte) (x Execution, marked bool, err error)
+}
+
 // attempt is one started execution as its observer holds it.
 type attempt struct {
 	exec     Execution
@@ -141,13 +156,20 @@ func (e *Engine) start(ctx context.Context, c *engineConf, w Work, pool string) 
 		previous json.RawMessage // the last attempt's recovery metadata
 	)
 	err := e.store.Transact(ctx, func(tx Tx) error {
-		cur, err := tx.Work(w.ID)
+		// The Work goes running only at the revision read as pending:
+		// PutWork's revision check is the start's check that nothing
+		// changed it since (a revision names one content), so the Work is
+		// not read again here.
+		running := w
+		running.State = WorkRunning
+		stored, err := tx.PutWork(running)
+		if errors.Is(err, ErrConflict) {
+			return errNotStarted
+		}
 		if err != nil {
 			return err
 		}
-		if cur.State != WorkPending || cur.Revision != w.Revision {
-			return errNotStarted
-		}
+		w = stored
 		now := e.clock.Now().UTC()
 		lease, err := tx.AcquireLease(LeaseRequest{Name: leaseName(w.ID), Holder: c.Holder, Now: now, TTL: c.LeaseTTL, Supersede: true})
 		if err != nil {
@@ -160,10 +182,11 @@ func (e *Engine) start(ctx context.Context, c *engineConf, w Work, pool string) 
 		if n := len(prev); n > 0 && prev[n-1].State == ExecutionSucceeded {
 			previous = prev[n-1].Recovery
 		}
-		var cursor int64
-		if _, err := kvGetJSON(tx, NamespaceScheduler, inputsKey(w.ID), &cursor); err != nil {
+		var read, cursor int64
+		if _, err := kvGetJSON(tx, NamespaceScheduler, inputsKey(w.ID), &read); err != nil {
 			return err
 		}
+		cursor = read
 		inputs, err = tx.WorkEvents(w.ID, cursor, MaxPageLimit)
 		if err != nil {
 			return err
@@ -179,9 +202,8 @@ func (e *Engine) start(ctx context.Context, c *engineConf, w Work, pool string) 
 		if x, err = tx.PutExecution(x); err != nil {
 			return err
 		}
-		cur.State = WorkRunning
-		if w, err = tx.PutWork(cur); err != nil {
-			return err
+		if cursor == read {
+			return nil // no new input: an absent cursor reads as 0, as it was
 		}
 		return tx.KVCommit(KVBatch{Puts: []KVPut{kvPut(NamespaceScheduler, inputsKey(w.ID), cursor)}})
 	})
@@ -277,6 +299,16 @@ func (e *Engine) persister(executionID string, epoch int64) RecoveryPersister {
 // markRunning marks a starting execution running, fenced by epoch, and
 // returns it; nil when it is no longer starting.
 func markRunning(tx Tx, executionID string, epoch int64) (*Execution, error) {
+	if m, ok := tx.(RunningMarkerTx); ok {
+		x, marked, err := m.MarkRunning(executionID, epoch, nil) // nil: keeps the metadata
+		if err != nil {
+			return nil, err
+		}
+		if marked {
+			return &x, nil
+		}
+		// Not marked: the general path below finds out why.
+	}
 	cur, err := tx.Execution(executionID)
 	if err != nil {
 		return nil, err
@@ -312,6 +344,21 @@ func (e *Engine) startPersister(x Execution, running *atomic.Pointer[Execution])
 			marked = nil
 			if running.Load() == nil {
 				// The first persist: metadata and state in one fenced write.
+				if m, ok := tx.(RunningMarkerTx); ok {
+					replace := metadata
+					if replace == nil {
+						replace = json.RawMessage{} // stored as none, not kept
+					}
+					stored, done, err := m.MarkRunning(x.ID, x.Epoch, replace)
+					if err != nil {
+						return fmt.Errorf("persist recovery of execution %q: %w", x.ID, err)
+					}
+					if done {
+						marked = &stored
+						return nil
+					}
+					// Not marked: the general path below finds out why.
+				}
 				cur, err := tx.Execution(x.ID)
 				if err != nil {
 					return err

@@ -57,46 +57,79 @@ func (quietExecutor) Run(context.Context, runtime.RunRequest) (runtime.RunHandle
 // the run's first recovery persist, which marks it running in the same
 // transaction, or, for a run that persists nothing, the mark itself. It
 // was three synced writes (start, persist, mark running), then two.
+//
+// It holds on both paths of the mark: the store's one fenced UPDATE
+// (runtime.RunningMarkerTx) and, for a Tx without it, reading and putting
+// the Execution.
 func TestExecutionStartWrites(t *testing.T) {
-	for name, exec := range map[string]runtime.Executor{"persists": parkedExecutor{}, "persists nothing": quietExecutor{}} {
-		t.Run(name, func(t *testing.T) {
-			clock := runtimetest.NewFakeClock(t0)
-			store := &countingStore{Store: openStore(t, clock)}
-			h := attach(t, runtime.Config{
-				Store:     store,
-				Bindings:  map[string]runtime.Binding{"b": {Executor: "x"}},
-				Executors: map[string]runtime.Executor{"x": exec},
-			}, clock)
-			ctx := context.Background()
-			require.NoError(t, store.Transact(ctx, func(tx runtime.Tx) error {
-				_, err := tx.PutWork(runtime.Work{ID: "w1", ScopeID: "s1", Kind: "task", Binding: "b", State: runtime.WorkPending})
-				return err
-			}))
-			before, deferredBefore := store.commits.Load(), store.deferred.Load()
-			xs, err := h.engine.StartPending(ctx)
-			require.NoError(t, err)
-			require.Len(t, xs, 1)
-			assert.Equal(t, int64(1), store.commits.Load()-before, "synced writes for one start")
-			assert.Equal(t, int64(1), store.deferred.Load()-deferredBefore, "deferred-sync writes for one start")
-			assert.Equal(t, runtime.ExecutionRunning, xs[0].State)
-
-			var stored runtime.Execution
-			h.view(t, func(r runtime.ReadTx) error {
-				var err error
-				stored, err = r.Execution(xs[0].ID)
-				return err
-			})
-			assert.Equal(t, runtime.ExecutionRunning, stored.State)
-			assert.Equal(t, xs[0].Epoch, stored.Epoch)
-			if name == "persists" {
-				assert.JSONEq(t, `{"run":"`+xs[0].ID+`"}`, string(stored.Recovery))
-			} else {
-				assert.Empty(t, stored.Recovery)
-			}
-			assert.Equal(t, runtime.WorkRunning, h.work(t, "w1").State)
-		})
+	for _, path := range []string{"marker", "general path"} {
+		for name, exec := range map[string]runtime.Executor{"persists": parkedExecutor{}, "persists nothing": quietExecutor{}} {
+			t.Run(path+"/"+name, func(t *testing.T) { testExecutionStartWrites(t, path == "marker", exec) })
+		}
 	}
 }
+
+func testExecutionStartWrites(t *testing.T, marker bool, exec runtime.Executor) {
+	name := "persists nothing"
+	if _, ok := exec.(parkedExecutor); ok {
+		name = "persists"
+	}
+	clock := runtimetest.NewFakeClock(t0)
+	var under runtime.Store = openStore(t, clock)
+	if !marker {
+		under = markerHidingStore{under}
+	}
+	store := &countingStore{Store: under}
+	h := attach(t, runtime.Config{
+		Store:     store,
+		Bindings:  map[string]runtime.Binding{"b": {Executor: "x"}},
+		Executors: map[string]runtime.Executor{"x": exec},
+	}, clock)
+	ctx := context.Background()
+	require.NoError(t, store.Transact(ctx, func(tx runtime.Tx) error {
+		_, err := tx.PutWork(runtime.Work{ID: "w1", ScopeID: "s1", Kind: "task", Binding: "b", State: runtime.WorkPending})
+		return err
+	}))
+	before, deferredBefore := store.commits.Load(), store.deferred.Load()
+	xs, err := h.engine.StartPending(ctx)
+	require.NoError(t, err)
+	require.Len(t, xs, 1)
+	assert.Equal(t, int64(1), store.commits.Load()-before, "synced writes for one start")
+	assert.Equal(t, int64(1), store.deferred.Load()-deferredBefore, "deferred-sync writes for one start")
+	assert.Equal(t, runtime.ExecutionRunning, xs[0].State)
+
+	var stored runtime.Execution
+	h.view(t, func(r runtime.ReadTx) error {
+		var err error
+		stored, err = r.Execution(xs[0].ID)
+		return err
+	})
+	assert.Equal(t, runtime.ExecutionRunning, stored.State)
+	assert.Equal(t, xs[0].Epoch, stored.Epoch)
+	if name == "persists" {
+		assert.JSONEq(t, `{"run":"`+xs[0].ID+`"}`, string(stored.Recovery))
+	} else {
+		assert.Empty(t, stored.Recovery)
+	}
+	assert.Equal(t, runtime.WorkRunning, h.work(t, "w1").State)
+}
+
+// markerHidingStore gives its transactions a Tx without the store's
+// RunningMarkerTx, as a wrapper that embeds runtime.Tx does, so the
+// engine takes the general path.
+type markerHidingStore struct{ runtime.Store }
+
+type plainTx struct{ runtime.Tx }
+
+func (s markerHidingStore) Transact(ctx context.Context, fn func(runtime.Tx) error) error {
+	return s.Store.Transact(ctx, func(tx runtime.Tx) error { return fn(plainTx{tx}) })
+}
+
+func (s markerHidingStore) TransactDeferSync(ctx context.Context, fn func(runtime.Tx) error) error {
+	return s.Store.(runtime.DeferredSyncStore).TransactDeferSync(ctx, func(tx runtime.Tx) error { return fn(plainTx{tx}) })
+}
+
+func (s markerHidingStore) Now() time.Time { return s.Store.(runtime.PreAcceptStore).Now() }
 
 // losingStore models a machine crash before a deferred-sync commit
 // reached the disk: its TransactDeferSync runs fn and reports success,

@@ -167,4 +167,44 @@ CREATE TABLE changes (
 INSERT INTO changes (kind, ref, scope_id, sequence, state, revision, at)
 	SELECT 'event', id, scope_id, sequence, '', 0, accepted_at FROM events ORDER BY sequence;
 `,
+	// 3: leases and executions are kept in their primary key's b-tree
+	// (WITHOUT ROWID), so a write of one touches one b-tree, not the
+	// table and its key's index; executions are indexed by Work alone
+	// (its few attempts are sorted when read), so an update, which never
+	// changes the Work, writes no index.
+	`
+CREATE TABLE leases_v3 (
+	name       TEXT PRIMARY KEY,
+	holder     TEXT NOT NULL,
+	epoch      INTEGER NOT NULL,
+	expires_at INTEGER NOT NULL,
+	released   INTEGER NOT NULL
+) WITHOUT ROWID;
+INSERT INTO leases_v3 (name, holder, epoch, expires_at, released)
+	SELECT name, holder, epoch, expires_at, released FROM leases;
+DROP TABLE leases;
+ALTER TABLE leases_v3 RENAME TO leases;
+
+CREATE TABLE executions_v3 (
+	id         TEXT PRIMARY KEY,
+	work_id    TEXT NOT NULL,
+	attempt    INTEGER NOT NULL,
+	executor   TEXT NOT NULL,
+	lease      TEXT NOT NULL,
+	epoch      INTEGER NOT NULL,
+	state      TEXT NOT NULL,
+	recovery   BLOB,
+	error      TEXT NOT NULL,
+	started_at INTEGER NOT NULL,
+	ended_at   INTEGER NOT NULL,
+	updated_at INTEGER NOT NULL
+) WITHOUT ROWID;
+INSERT INTO executions_v3 (id, work_id, attempt, executor, lease, epoch, state, recovery, error,
+	started_at, ended_at, updated_at)
+	SELECT id, work_id, attempt, executor, lease, epoch, state, recovery, error,
+	started_at, ended_at, updated_at FROM executions;
+DROP TABLE executions;
+ALTER TABLE executions_v3 RENAME TO executions;
+CREATE INDEX executions_by_work ON executions (work_id);
+`,
 }

@@ -27,9 +27,16 @@ func newStmtCache(db *sql.DB) *stmtCache {
 	return &stmtCache{db: db, stmts: map[string]*sql.Stmt{}, pending: map[string]bool{}}
 }
 
+// statementHook, when set (by a test), is told of every statement a
+// transaction runs: each passes through get.
+var statementHook atomic.Pointer[func(query string)]
+
 // get returns the prepared statement for query, or nil and remembers query
 // for prepareAll.
 func (c *stmtCache) get(query string) *sql.Stmt {
+	if h := statementHook.Load(); h != nil {
+		(*h)(query)
+	}
 	c.mu.RLock()
 	st := c.stmts[query]
 	c.mu.RUnlock()

@@ -1,0 +1,274 @@
+package sqlite
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/open-conduit/open-conduit/runtime"
+)
+
+// The lease and Execution writes. Each reads only what it must: a lease
+// this transaction wrote is fenced from its own copy (tx.leases), a write's
+// condition is in its statement's WHERE where one statement can hold it,
+// and what a write stores is returned from what it wrote, not read back.
+
+var _ runtime.RunningMarkerTx = (*tx)(nil)
+
+// Leases.
+
+func (t *tx) AcquireLease(req runtime.LeaseRequest) (runtime.Lease, error) {
+	if err := runtime.ValidateIdentifier("lease name", req.Name); err != nil {
+		return runtime.Lease{}, err
+	}
+	if err := runtime.ValidateIdentifier("lease holder", req.Holder); err != nil {
+		return runtime.Lease{}, err
+	}
+	if req.TTL <= 0 || req.Now.IsZero() {
+		return runtime.Lease{}, fmt.Errorf("%w: lease %q needs a time and a positive TTL", runtime.ErrInvalid, req.Name)
+	}
+	l := runtime.Lease{Name: req.Name, Holder: req.Holder, ExpiresAt: req.Now.Add(req.TTL).UTC()}
+	// One statement: a new lease starts at epoch 1; a stored one moves to
+	// its next epoch unless another holder holds it live and the request
+	// does not supersede, in which case nothing is written and no row
+	// comes back.
+	row, err := t.q.row(`INSERT INTO leases (name, holder, epoch, expires_at, released) VALUES (?, ?, 1, ?, 0)
+		ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, epoch = leases.epoch + 1,
+		expires_at = excluded.expires_at, released = 0
+		WHERE ? OR leases.released OR leases.expires_at <= ? OR leases.holder = excluded.holder
+		RETURNING epoch`,
+		l.Name, l.Holder, nanos(l.ExpiresAt), req.Supersede, req.Now.UnixNano())
+	if err != nil {
+		return runtime.Lease{}, t.execErr("acquire lease", err)
+	}
+	switch err := row.Scan(&l.Epoch); {
+	case errors.Is(err, sql.ErrNoRows):
+		held, err := t.Lease(req.Name)
+		if err != nil {
+			return runtime.Lease{}, err
+		}
+		return runtime.Lease{}, fmt.Errorf("%w: lease %q is held by %q at epoch %d until %s",
+			runtime.ErrConflict, req.Name, held.Holder, held.Epoch, held.ExpiresAt.Format(time.RFC3339Nano))
+	case err != nil:
+		return runtime.Lease{}, t.execErr("acquire lease", err)
+	}
+	t.wroteLease(l)
+	return l, nil
+}
+
+func (t *tx) putLease(l runtime.Lease) error {
+	_, err := t.q.exec(`INSERT INTO leases (name, holder, epoch, expires_at, released) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, epoch = excluded.epoch,
+		expires_at = excluded.expires_at, released = excluded.released`,
+		l.Name, l.Holder, l.Epoch, nanos(l.ExpiresAt), l.Released)
+	if err != nil {
+		return t.execErr("put lease", err)
+	}
+	t.wroteLease(l)
+	return nil
+}
+
+func (t *tx) wroteLease(l runtime.Lease) {
+	if t.leases == nil {
+		t.leases = map[string]runtime.Lease{}
+	}
+	t.leases[l.Name] = l
+}
+
+// lease reads a lease, from this transaction's own writes when it made one.
+func (t *tx) lease(name string) (runtime.Lease, error) {
+	if l, ok := t.leases[name]; ok {
+		return l, nil
+	}
+	return t.Lease(name)
+}
+
+// fence returns the lease if epoch is its current, unreleased epoch.
+func (t *tx) fence(name string, epoch int64) (runtime.Lease, error) {
+	l, err := t.lease(name)
+	switch {
+	case errors.Is(err, runtime.ErrNotFound):
+		return l, fmt.Errorf("%w: lease %q does not exist, so epoch %d is not current", runtime.ErrConflict, name, epoch)
+	case err != nil:
+		return l, err
+	case l.Epoch != epoch:
+		return l, fmt.Errorf("%w: lease %q epoch %d is superseded by epoch %d", runtime.ErrConflict, name, epoch, l.Epoch)
+	case l.Released:
+		return l, fmt.Errorf("%w: lease %q epoch %d was released", runtime.ErrConflict, name, epoch)
+	}
+	return l, nil
+}
+
+func (t *tx) RenewLease(name string, epoch int64, now time.Time, ttl time.Duration) (runtime.Lease, error) {
+	if err := runtime.ValidateIdentifier("lease name", name); err != nil {
+		return runtime.Lease{}, err
+	}
+	if ttl <= 0 || now.IsZero() {
+		return runtime.Lease{}, fmt.Errorf("%w: lease %q needs a time and a positive TTL", runtime.ErrInvalid, name)
+	}
+	l, err := t.fence(name, epoch)
+	if err != nil {
+		return runtime.Lease{}, err
+	}
+	l.ExpiresAt = now.Add(ttl).UTC()
+	return l, t.putLease(l)
+}
+
+func (t *tx) ReleaseLease(name string, epoch int64) error {
+	if err := runtime.ValidateIdentifier("lease name", name); err != nil {
+		return err
+	}
+	l, err := t.fence(name, epoch)
+	if err != nil {
+		return err
+	}
+	l.Released = true
+	return t.putLease(l)
+}
+
+func (t *tx) CheckLease(name string, epoch int64) error {
+	if err := runtime.ValidateIdentifier("lease name", name); err != nil {
+		return err
+	}
+	_, err := t.fence(name, epoch)
+	return err
+}
+
+// Executions.
+
+func (t *tx) PutExecution(x runtime.Execution) (runtime.Execution, error) {
+	if err := runtime.ValidateIdentifier("execution id", x.ID); err != nil {
+		return runtime.Execution{}, err
+	}
+	if err := runtime.ValidateIdentifier("execution work_id", x.WorkID); err != nil {
+		return runtime.Execution{}, err
+	}
+	if err := runtime.ValidateIdentifier("execution lease", x.Lease); err != nil {
+		return runtime.Execution{}, err
+	}
+	if err := runtime.ValidateOptional("execution executor", x.Executor); err != nil {
+		return runtime.Execution{}, err
+	}
+	if !x.State.Valid() {
+		return runtime.Execution{}, fmt.Errorf("%w: execution %q has unknown state %q", runtime.ErrInvalid, x.ID, x.State)
+	}
+	if x.Attempt < 0 {
+		return runtime.Execution{}, fmt.Errorf("%w: execution %q has negative attempt %d", runtime.ErrInvalid, x.ID, x.Attempt)
+	}
+	if err := runtime.ValidateJSON("execution recovery", x.Recovery); err != nil {
+		return runtime.Execution{}, err
+	}
+	if err := runtime.ValidateText("execution error", x.Error); err != nil {
+		return runtime.Execution{}, err
+	}
+	if _, err := t.fence(x.Lease, x.Epoch); err != nil {
+		if werr := t.executionOfWork(x); werr != nil {
+			return runtime.Execution{}, werr // the refusal a replay of the old order gave first
+		}
+		return runtime.Execution{}, err
+	}
+	x.Recovery = rawJSON(x.Recovery)
+	x.StartedAt, x.EndedAt = utc(x.StartedAt), utc(x.EndedAt)
+	x.UpdatedAt = fromNanos(t.stamp())
+	// An Execution never changes Work: the update applies only to a row
+	// of the same Work, and a row of another is left as it is (no row
+	// changed). The statement sets no indexed column, so an update writes
+	// the row's page alone.
+	res, err := t.q.exec(`INSERT INTO executions (id, work_id, attempt, executor, lease, epoch, state, recovery, error,
+		started_at, ended_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET attempt = excluded.attempt, executor = excluded.executor, lease = excluded.lease,
+		epoch = excluded.epoch, state = excluded.state, recovery = excluded.recovery, error = excluded.error,
+		started_at = excluded.started_at, ended_at = excluded.ended_at, updated_at = excluded.updated_at
+		WHERE executions.work_id = excluded.work_id`,
+		x.ID, x.WorkID, x.Attempt, x.Executor, x.Lease, x.Epoch, string(x.State), blob(x.Recovery), x.Error,
+		nanos(x.StartedAt), nanos(x.EndedAt), nanos(x.UpdatedAt))
+	if err != nil {
+		return runtime.Execution{}, t.execErr("put execution", err)
+	}
+	switch n, err := res.RowsAffected(); {
+	case err != nil:
+		return runtime.Execution{}, t.execErr("put execution", err)
+	case n == 0:
+		if werr := t.executionOfWork(x); werr != nil {
+			return runtime.Execution{}, werr
+		}
+		return runtime.Execution{}, fmt.Errorf("sqlite: put execution %q: no row written", x.ID)
+	}
+	return x, nil
+}
+
+// executionOfWork refuses x when a stored Execution of its ID belongs to
+// another Work.
+func (t *tx) executionOfWork(x runtime.Execution) error {
+	stored, err := t.Execution(x.ID)
+	switch {
+	case errors.Is(err, runtime.ErrNotFound):
+		return nil
+	case err != nil:
+		return err
+	case stored.WorkID != x.WorkID:
+		return fmt.Errorf("%w: execution %q belongs to work %q, not %q", runtime.ErrInvalid, x.ID, stored.WorkID, x.WorkID)
+	}
+	return nil
+}
+
+func utc(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	return t.UTC()
+}
+
+// MarkRunning implements runtime.RunningMarkerTx: one UPDATE whose WHERE
+// is the state check and the fence, returning the row it wrote.
+func (t *tx) MarkRunning(executionID string, epoch int64, recovery []byte) (runtime.Execution, bool, error) {
+	if err := runtime.ValidateIdentifier("execution id", executionID); err != nil {
+		return runtime.Execution{}, false, err
+	}
+	if err := runtime.ValidateJSON("execution recovery", recovery); err != nil {
+		return runtime.Execution{}, false, err
+	}
+	set, args := `recovery = recovery`, []any{epoch, t.stamp()}
+	if recovery != nil {
+		set, args = `recovery = ?`, append(args, blob(recovery))
+	}
+	args = append(args, executionID, string(runtime.ExecutionStarting), epoch)
+	row, err := t.q.row(`UPDATE executions SET state = '`+string(runtime.ExecutionRunning)+`', epoch = ?, updated_at = ?, `+set+`
+		WHERE id = ? AND state = ? AND EXISTS (SELECT 1 FROM leases l
+			WHERE l.name = executions.lease AND l.epoch = ? AND NOT l.released)
+		RETURNING `+executionCols, args...)
+	if err != nil {
+		return runtime.Execution{}, false, t.execErr("mark running", err)
+	}
+	x, err := scanExecution(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return runtime.Execution{}, false, nil
+	}
+	if err != nil {
+		return runtime.Execution{}, false, t.execErr("mark running", err)
+	}
+	return x, true, nil
+}
+
+func (t *tx) PersistRecovery(executionID string, epoch int64, recovery []byte) error {
+	if err := runtime.ValidateIdentifier("execution id", executionID); err != nil {
+		return err
+	}
+	if err := runtime.ValidateJSON("execution recovery", recovery); err != nil {
+		return err
+	}
+	x, err := t.Execution(executionID)
+	if err != nil {
+		return err
+	}
+	if _, err := t.fence(x.Lease, epoch); err != nil {
+		return fmt.Errorf("persist recovery of execution %q: %w", executionID, err)
+	}
+	_, err = t.q.exec(`UPDATE executions SET recovery = ?, epoch = ?, updated_at = ? WHERE id = ?`,
+		blob(recovery), epoch, t.stamp(), executionID)
+	if err != nil {
+		return t.execErr("persist recovery", err)
+	}
+	return nil
+}
