@@ -67,7 +67,7 @@ func unmarshal(data []byte, v any) error {
 				return json.Unmarshal(data, v)
 			}
 			b := make([]byte, base64.StdEncoding.DecodedLen(len(body)))
-			n, err := base64.StdEncoding.Decode(b, body)
+			n, err := decodeBase64(b, body)
 			if err != nil {
 				return json.Unmarshal(data, v) // for encoding/json's own error
 			}

@@ -1,0 +1,75 @@
+package protocol_test
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/open-conduit/open-conduit/protocol"
+)
+
+// ArtifactWriteParams.AppendJSON writes what json.Marshal does: the same
+// bytes for an id encoding/json does not escape, the same value for any
+// other, and base64 equal to encoding/base64's for every length around
+// the fast loop's bounds.
+func TestArtifactWriteParamsAppendJSON(t *testing.T) {
+	var cases []protocol.ArtifactWriteParams
+	for n := range 300 {
+		data := make([]byte, n)
+		for i := range data {
+			data[i] = byte(i*31 + n)
+		}
+		cases = append(cases, protocol.ArtifactWriteParams{ArtifactID: "art_0123456789abcdef", Offset: int64(n) << 20, Data: data})
+	}
+	big := make([]byte, protocol.MaxChunkBytes)
+	for i := range big {
+		big[i] = byte(i * 7)
+	}
+	cases = append(cases,
+		protocol.ArtifactWriteParams{ArtifactID: "art_1", Offset: 262144, Data: big},
+		protocol.ArtifactWriteParams{ArtifactID: "art_1", Offset: 3},
+		protocol.ArtifactWriteParams{ArtifactID: "", Offset: -1, Data: []byte{}},
+		protocol.ArtifactWriteParams{ArtifactID: "a\"\\\n<>&\u2028é", Offset: 1 << 62, Data: []byte("hello")},
+		protocol.ArtifactWriteParams{ArtifactID: "a\xffb\xed\xa0\x80", Offset: 7, Data: big[:100]},
+	)
+	for _, p := range cases {
+		ours, err := p.AppendJSON([]byte("prefix"))
+		require.NoError(t, err)
+		require.True(t, strings.HasPrefix(string(ours), "prefix"))
+		ours = ours[len("prefix"):]
+		theirs, err := json.Marshal(p)
+		require.NoError(t, err)
+		if utf8.ValidString(p.ArtifactID) && !strings.ContainsAny(p.ArtifactID, "\"\\\n<>&\u2028") {
+			require.Equal(t, string(theirs), string(ours), "%d bytes", len(p.Data))
+		}
+		var got, want protocol.ArtifactWriteParams
+		require.NoError(t, json.Unmarshal(ours, &got), "%s", ours)
+		require.NoError(t, json.Unmarshal(theirs, &want))
+		assert.Equal(t, want, got)
+	}
+}
+
+// FuzzArtifactWriteParamsAppendJSON: for any params, AppendJSON's JSON is
+// valid, holds the standard base64 of the data, and decodes to what
+// json.Marshal's does. The seed corpus is under
+// testdata/fuzz/FuzzArtifactWriteParamsAppendJSON.
+func FuzzArtifactWriteParamsAppendJSON(f *testing.F) {
+	f.Fuzz(func(t *testing.T, id string, off int64, data []byte) {
+		p := protocol.ArtifactWriteParams{ArtifactID: id, Offset: off, Data: data}
+		ours, err := p.AppendJSON(nil)
+		require.NoError(t, err)
+		require.True(t, json.Valid(ours), "%q", ours)
+		require.Contains(t, string(ours), `"data":"`+base64.StdEncoding.EncodeToString(data)+`"`)
+		theirs, err := json.Marshal(p)
+		require.NoError(t, err)
+		var got, want protocol.ArtifactWriteParams
+		require.NoError(t, json.Unmarshal(ours, &got))
+		require.NoError(t, json.Unmarshal(theirs, &want))
+		require.Equal(t, want, got)
+	})
+}

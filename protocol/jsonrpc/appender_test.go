@@ -1,0 +1,62 @@
+package jsonrpc_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/open-conduit/open-conduit/protocol"
+	"github.com/open-conduit/open-conduit/protocol/jsonrpc"
+)
+
+// appended is an Appender that appends fixed bytes.
+type appended string
+
+func (a appended) AppendJSON(buf []byte) ([]byte, error) { return append(buf, a...), nil }
+
+// A value that appends itself crosses as what it appended, with its line
+// breaks as spaces; what breaks the strict rule, or is not JSON, is
+// refused before it is sent, as any value's JSON is.
+func TestAppenderParams(t *testing.T) {
+	aR, bW := io.Pipe()
+	bR, aW := io.Pipe()
+	var got json.RawMessage
+	server := jsonrpc.NewConn(aR, aW, jsonrpc.Methods{
+		"take": func(_ context.Context, req *jsonrpc.Request) (any, error) {
+			got = append(json.RawMessage(nil), req.Params...)
+			return nil, nil
+		},
+	}, nil)
+	client := jsonrpc.NewConn(bR, bW, nil, nil)
+	t.Cleanup(func() { _ = client.Close(); _ = server.Close() })
+
+	require.NoError(t, client.Call(t.Context(), "take", appended("{\"a\":\n1,\r\"b\":\"x\"}"), nil))
+	assert.Equal(t, `{"a": 1, "b":"x"}`, string(got))
+
+	for name, bad := range map[string]appended{
+		"invalid UTF-8":      "{\"a\":\"\xff\"}",
+		"unpaired surrogate": `{"a":"\ud800"}`,
+		"not JSON":           `{"a":`,
+		"a raw line break":   "{\"a\":\"x\ny\"}",
+		"not structured":     `"text"`,
+	} {
+		err := client.Call(t.Context(), "take", bad, nil)
+		assert.Error(t, err, name)
+		assert.NotErrorIs(t, err, jsonrpc.ErrTransport, name)
+	}
+
+	// The protocol's chunk params arrive as json.Marshal would have sent them.
+	chunk := make([]byte, 64<<10)
+	for i := range chunk {
+		chunk[i] = byte(i * 7)
+	}
+	p := protocol.ArtifactWriteParams{ArtifactID: "art_1", Offset: 1 << 20, Data: chunk}
+	require.NoError(t, client.Call(t.Context(), "take", p, nil))
+	want, err := json.Marshal(p)
+	require.NoError(t, err)
+	assert.Equal(t, string(want), string(got))
+}
