@@ -304,7 +304,7 @@ func (x *extension) push(ctx context.Context, host *sdk.Host, p protocol.Ingress
 // drafts are the Events of a delivery body (Delivery) to a source.
 func (x *extension) drafts(source string, body []byte) ([]protocol.EventDraft, error) {
 	var d Delivery
-	if err := json.Unmarshal(body, &d); err != nil {
+	if err := decodeDelivery(body, &d); err != nil {
 		return nil, protocol.Errorf(protocol.CodeInvalid, "delivery body: %v", err)
 	}
 	var events []protocol.EventDraft
