@@ -51,6 +51,10 @@ type fakeHost struct {
 	refuse    error
 }
 
+func newFakeHost() *sdk.Host {
+	return sdk.NewHost(&fakeHost{persisted: map[string]json.RawMessage{}}, nil)
+}
+
 func (h *fakeHost) Call(ctx context.Context, method string, params, result any) error {
 	if method != "execution.persist_recovery" {
 		return protocol.Errorf(protocol.CodeMethodNotFound, "the test host serves no %s", method)

@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -41,7 +43,7 @@ func TestInitializeChoosesTheExecutorDirectory(t *testing.T) {
 	ctx := t.Context()
 	command := func(protocol.ExecutorRunParams) (string, error) { return "exit 0", nil }
 	spec := jobs.Spec{Name: executorName, Outputs: []string{"out"}, Command: command}
-	host := newFixture(t, "out").host
+	host := newFakeHost()
 	runIn := func(p protocol.InitializeParams) string {
 		t.Helper()
 		x := jobs.New(spec)
@@ -73,7 +75,6 @@ func TestInitializeChoosesTheExecutorDirectory(t *testing.T) {
 // when the job ends.
 func TestRunStartsADetachedJobInItsRunsDirectory(t *testing.T) {
 	f := newFixture(t, "out")
-	sum := sha256.Sum256([]byte("run/1 with any character: ü"))
 	res, err := f.x.Run(f.ctx, f.host, protocol.ExecutorRunParams{Executor: executorName, RunID: "run/1 with any character: ü",
 		Work: protocol.Work{ID: "work-1"}, Execution: protocol.Execution{ID: "exec-1"},
 		Config:   commandConfig(`echo "$PWD|$LAYER|$` + protocol.ToolbeltTokenEnv + `"; echo to-stderr >&2; read code; exit "$code"`),
@@ -84,7 +85,7 @@ func TestRunStartsADetachedJobInItsRunsDirectory(t *testing.T) {
 	require.NoError(t, json.Unmarshal(res.Recovery, &rec))
 	t.Cleanup(func() { killGroup(rec.PGID) })
 
-	want := filepath.Join(f.dir, "runs", hex.EncodeToString(sum[:12]))
+	want := filepath.Join(f.dir, "runs", runKey("run/1 with any character: ü"))
 	assert.Equal(t, want, rec.Dir, "the run's directory is named by a digest of its id")
 	assert.Equal(t, "run/1 with any character: ü", rec.RunID)
 	assert.Equal(t, "exec-1", rec.ExecutionID)
@@ -237,7 +238,7 @@ func TestInjectFeedsTheJobsInput(t *testing.T) {
 	var a, b struct {
 		ID string `json:"id"`
 	}
-	parts := splitLines(lines)
+	parts := strings.Split(strings.TrimSuffix(lines, "\n"), "\n")
 	require.Len(t, parts, 3, lines)
 	assert.Equal(t, "text line", parts[0], "the text, its trailing newline not doubled")
 	require.NoError(t, json.Unmarshal([]byte(parts[1]), &a))
@@ -247,19 +248,6 @@ func TestInjectFeedsTheJobsInput(t *testing.T) {
 
 	assert.ErrorIs(t, f.inject("run-1", "late"), protocol.ErrConflict, "a settled run takes no input")
 	assert.ErrorIs(t, f.inject("unknown", "x"), protocol.ErrNotFound)
-}
-
-func splitLines(s string) []string {
-	var lines []string
-	for len(s) > 0 {
-		i := 0
-		for i < len(s) && s[i] != '\n' {
-			i++
-		}
-		lines = append(lines, s[:i])
-		s = s[min(i+1, len(s)):]
-	}
-	return lines
 }
 
 // TestInterruptSignalsTheGroup: interrupt sends SIGINT to the job's
@@ -354,6 +342,8 @@ func TestPersistRefusalLeavesNothingRunning(t *testing.T) {
 	assert.True(t, groupEmpty(rec.PGID), "the job of a run the host refused still runs: %s", describe(rec))
 }
 
+// runKey is the name of a run's directory: the first 12 bytes of the
+// SHA-256 of its id, in hex (its id may hold any character).
 func runKey(runID string) string {
 	sum := sha256.Sum256([]byte(runID))
 	return hex.EncodeToString(sum[:12])
@@ -407,33 +397,42 @@ func waitExit(f *fixture, rec jobs.Recovery) error { return procwatch.WaitExit(f
 func TestRecoverRefusesWhatItDidNotWrite(t *testing.T) {
 	f := newFixture(t, "out")
 	rec := f.run("real", exitInput, nil)
-	t.Cleanup(func() { _ = f.inject("real", "0") })
 	runs := filepath.Join(f.dir, "runs")
-	elsewhere := t.TempDir()
 
+	// Whoever forges the metadata may also write where it points: each
+	// forged directory that can be made holds a recovery.json matching the
+	// forged metadata, so that only the check of the directory refuses it.
+	forge := func(r jobs.Recovery) json.RawMessage {
+		t.Helper()
+		raw := marshal(t, r)
+		require.NoError(t, os.MkdirAll(r.Dir, 0o700))
+		require.NoError(t, os.WriteFile(filepath.Join(r.Dir, jobs.MetaFile), raw, 0o600))
+		return raw
+	}
 	// The right name for run "linked", made a link out of the runs
 	// directory.
 	linked := rec
 	linked.RunID = "linked"
 	linked.Dir = filepath.Join(runs, runKey("linked"))
-	require.NoError(t, os.Symlink(elsewhere, linked.Dir))
+	require.NoError(t, os.Symlink(t.TempDir(), linked.Dir))
 	anotherPID := rec
 	anotherPID.PID, anotherPID.PGID, anotherPID.Start = os.Getpid(), syscall.Getpgrp(), 0
 
-	f.restart()
-	for name, meta := range map[string]json.RawMessage{
+	forged := map[string]json.RawMessage{
 		"none":                            nil,
 		"not JSON":                        json.RawMessage(`{"run_id":`),
 		"no process":                      marshal(t, jobs.Recovery{RunID: "real", Dir: rec.Dir}),
-		"elsewhere":                       marshal(t, withDir(rec, elsewhere)),
-		"through dot-dot":                 marshal(t, withDir(rec, filepath.Join(runs, "..", "..", filepath.Base(elsewhere)))),
+		"elsewhere":                       forge(withDir(rec, filepath.Join(t.TempDir(), "elsewhere"))),
+		"through dot-dot":                 forge(withDir(rec, runs+"/../../escaped")),
+		"another run's directory":         forge(withDir(rec, filepath.Join(runs, runKey("another")))),
+		"linked out of the runs":          forge(linked),
 		"unclean":                         marshal(t, withDir(rec, runs+"/./"+filepath.Base(rec.Dir))),
 		"relative":                        marshal(t, withDir(rec, filepath.Join("runs", filepath.Base(rec.Dir)))),
-		"another run's directory":         marshal(t, withDir(rec, filepath.Join(runs, runKey("another")))),
-		"linked out of the runs":          marshal(t, linked),
 		"its directory, another process":  marshal(t, anotherPID),
 		"its directory, another run's id": marshal(t, jobs.Recovery{RunID: "another", Dir: rec.Dir, PID: rec.PID, PGID: rec.PGID, Start: rec.Start}),
-	} {
+	}
+	f.restart()
+	for name, meta := range forged {
 		err := f.recover("adopt", meta, "")
 		assert.ErrorIs(t, err, protocol.ErrNotAdoptable, name)
 	}
@@ -498,4 +497,34 @@ func TestForget(t *testing.T) {
 	_, err = os.Stat(unheldEnded.Dir)
 	assert.ErrorIs(t, err, fs.ErrNotExist)
 	assert.NoError(t, f.forget("never-started"), "nothing to forget")
+}
+
+// TestStopSparesAProcessThatReusedThePid: a Recovery whose leader's start
+// time is not that of the process now holding its pid names a job that is
+// gone (the kernel reuses a pid only once no group uses it): stop signals
+// nothing.
+func TestStopSparesAProcessThatReusedThePid(t *testing.T) {
+	f := newFixture(t, "out")
+	// A process of the test's own, in a group of its own, holding the pid
+	// a run's directory records with another start time.
+	other := exec.Command("cat")
+	other.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	input, err := other.StdinPipe()
+	require.NoError(t, err)
+	require.NoError(t, other.Start())
+	t.Cleanup(func() {
+		input.Close()
+		_ = other.Wait()
+	})
+	start := procwatch.Identity(other.Process.Pid)
+	require.NotZero(t, start)
+	dir := filepath.Join(f.dir, "runs", runKey("reused"))
+	require.NoError(t, os.MkdirAll(dir, 0o700))
+	stale := jobs.Recovery{RunID: "reused", Dir: dir, PID: other.Process.Pid, PGID: other.Process.Pid, Start: start + 1}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, jobs.MetaFile), marshal(t, stale), 0o600))
+
+	res := f.stop("reused")
+	assert.True(t, res.Stopped, res.Evidence)
+	assert.Contains(t, res.Evidence, "another process")
+	assert.True(t, running(other.Process.Pid), "stop signalled the process that reused the pid")
 }
