@@ -6,6 +6,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -93,4 +95,123 @@ func TestCloseBeforeStart(t *testing.T) {
 	require.NoError(t, p.Close(ctxT(t)))
 	assert.ErrorIs(t, p.Start(ctxT(t)), host.ErrClosed)
 	assert.ErrorIs(t, p.Call(ctxT(t), "test.echo", []int{1}, nil), host.ErrClosed)
+}
+
+// failingBlobs is a blob store whose writers fail every write from the
+// given one on (counting from 1), and record what happened to them.
+type failingBlobs struct {
+	runtime.BlobStore
+	failFrom int
+	mu       sync.Mutex
+	writers  []*failingWriter
+}
+
+type failingWriter struct {
+	runtime.BlobWriter
+	failFrom, writes  int
+	committed, abortd bool
+}
+
+func (b *failingBlobs) CreateBlob() (runtime.BlobWriter, error) {
+	w, err := b.BlobStore.CreateBlob()
+	if err != nil {
+		return nil, err
+	}
+	fw := &failingWriter{BlobWriter: w, failFrom: b.failFrom}
+	b.mu.Lock()
+	b.writers = append(b.writers, fw)
+	b.mu.Unlock()
+	return fw, nil
+}
+
+var errDiskFull = errors.New("disk full")
+
+func (w *failingWriter) Write(p []byte) (int, error) {
+	w.writes++
+	if w.writes >= w.failFrom {
+		return 0, errDiskFull
+	}
+	return w.BlobWriter.Write(p)
+}
+
+func (w *failingWriter) Commit() (string, int64, error) {
+	w.committed = true
+	return w.BlobWriter.Commit()
+}
+
+func (w *failingWriter) Abort() error {
+	w.abortd = true
+	return w.BlobWriter.Abort()
+}
+
+// A chunk is acknowledged while the host writes it (the write overlaps
+// with the extension encoding the next chunk), so a write that fails is
+// reported by the next chunk and by the commit, and the artifact is never
+// kept: nothing of a failed write is lost silently.
+func TestArtifactWriteFailureFailsTheNextChunkAndTheCommit(t *testing.T) {
+	fx := newFixture(t)
+	st := fx.store.(*sqlite.Store)
+	m, err := protocol.ParseManifest(manifestJSON("runx", "good", runnerProvides("runx"), nil))
+	require.NoError(t, err)
+	ctx := ctxT(t)
+	chunk := bytes.Repeat([]byte("b"), 1000)
+	write := func(c host.Caller, id string, off int64) error {
+		return c.Call(ctx, "artifact.write", protocol.ArtifactWriteParams{ArtifactID: id, Offset: off, Data: chunk}, nil)
+	}
+	open := func(failFrom int) (*host.Service, *failingBlobs, string) {
+		blobs := &failingBlobs{BlobStore: st, failFrom: failFrom}
+		svc := host.NewService(host.ServiceConfig{Manifest: m, Store: st, Blobs: blobs})
+		run := svc.OpenRun("w1", "x1", nil)
+		var art protocol.ArtifactCreateResult
+		require.NoError(t, svc.Call(ctx, "artifact.create", protocol.ArtifactCreateParams{RunID: run.ID, Name: "out"}, &art))
+		return svc, blobs, art.ArtifactID
+	}
+
+	t.Run("the next chunk", func(t *testing.T) {
+		svc, blobs, id := open(2)
+		require.NoError(t, write(svc, id, 0))
+		require.NoError(t, write(svc, id, 1000), "acknowledged while it is written")
+		assert.ErrorIs(t, write(svc, id, 2000), protocol.ErrInternal)
+		assert.ErrorIs(t, write(svc, id, 2000), protocol.ErrInternal, "the failure stays")
+		assert.ErrorIs(t, svc.Call(ctx, "artifact.commit", protocol.ArtifactCommitParams{ArtifactID: id, Size: 2000}, nil), protocol.ErrInternal)
+		assert.False(t, blobs.writers[0].committed)
+		assert.True(t, blobs.writers[0].abortd)
+	})
+	t.Run("the commit", func(t *testing.T) {
+		svc, blobs, id := open(2)
+		require.NoError(t, write(svc, id, 0))
+		require.NoError(t, write(svc, id, 1000))
+		assert.ErrorIs(t, svc.Call(ctx, "artifact.commit", protocol.ArtifactCommitParams{ArtifactID: id, Size: 2000}, nil), protocol.ErrInternal)
+		assert.False(t, blobs.writers[0].committed, "a blob that missed a chunk is not kept")
+		assert.True(t, blobs.writers[0].abortd)
+	})
+	t.Run("a clean commit waits for the last write", func(t *testing.T) {
+		svc, blobs, id := open(1000)
+		for i := range 5 {
+			require.NoError(t, write(svc, id, int64(i*1000)))
+		}
+		var done protocol.ArtifactCommitResult
+		require.NoError(t, svc.Call(ctx, "artifact.commit", protocol.ArtifactCommitParams{ArtifactID: id, Size: 5000}, &done))
+		sum := sha256.Sum256(bytes.Repeat(chunk, 5))
+		assert.Equal(t, hex.EncodeToString(sum[:]), done.SHA256, "every chunk is in the digest")
+		assert.Equal(t, 5, blobs.writers[0].writes)
+	})
+	t.Run("the caller's buffer is free once acknowledged", func(t *testing.T) {
+		svc, _, id := open(1000)
+		buf := bytes.Repeat([]byte("c"), 1000)
+		require.NoError(t, svc.Call(ctx, "artifact.write", protocol.ArtifactWriteParams{ArtifactID: id, Data: buf}, nil))
+		copy(buf, bytes.Repeat([]byte("d"), 1000)) // an in-process writer reusing its buffer
+		var done protocol.ArtifactCommitResult
+		require.NoError(t, svc.Call(ctx, "artifact.commit", protocol.ArtifactCommitParams{ArtifactID: id, Size: 1000}, &done))
+		sum := sha256.Sum256(bytes.Repeat([]byte("c"), 1000))
+		assert.Equal(t, hex.EncodeToString(sum[:]), done.SHA256)
+	})
+	t.Run("abort waits for the write in flight", func(t *testing.T) {
+		svc, blobs, id := open(1000)
+		require.NoError(t, write(svc, id, 0))
+		require.NoError(t, svc.Call(ctx, "artifact.abort", protocol.ArtifactAbortParams{ArtifactID: id}, nil))
+		assert.True(t, blobs.writers[0].abortd)
+		assert.Equal(t, 1, blobs.writers[0].writes)
+		assert.ErrorIs(t, write(svc, id, 1000), protocol.ErrNotFound)
+	})
 }

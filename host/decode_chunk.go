@@ -3,28 +3,47 @@ package host
 import (
 	"context"
 	"encoding/json"
+	"sync"
 
+	"github.com/open-conduit/open-conduit/protocol"
 	"github.com/open-conduit/open-conduit/protocol/jsonrpc"
 )
 
-// serveChunk is serve for a method whose params carry a chunk as base64
-// (artifact.write, up to protocol.MaxChunkBytes): raw params go through the
-// transport's decoder, which decodes a big base64 member straight into its
-// []byte, several times faster than encoding/json, with the same outcome.
-// Params it refuses are decoded again as serve does, so the refusal reads
-// the same.
-func serveChunk[P, R any](method string, f func(*Service, context.Context, P) (R, error)) serviceMethod {
+// serveChunk is serve for artifact.write, whose params carry a chunk of up
+// to protocol.MaxChunkBytes as base64: raw params go through the
+// transport's decoder, which decodes a big base64 member straight into
+// its []byte, several times faster than encoding/json, with the same
+// outcome. The chunk is decoded into a buffer kept from the chunk before
+// (chunkBuffers), not into new memory, which cost page faults on every
+// chunk; f must not keep p.Data after it returns (artifactWrite copies
+// it). Params the decoder refuses are decoded again as serve does, so the
+// refusal reads the same.
+func serveChunk[R any](method string, f func(*Service, context.Context, protocol.ArtifactWriteParams) (R, error)) serviceMethod {
 	slow := serve(f)
 	return func(s *Service, ctx context.Context, params any) (any, error) {
 		raw, ok := params.(json.RawMessage)
 		if !ok || len(raw) == 0 {
 			return slow(s, ctx, params)
 		}
-		var p P
+		buf := chunkBuffers.Get().(*[]byte)
+		defer chunkBuffers.Put(buf)
+		p := protocol.ArtifactWriteParams{Data: (*buf)[:0]}
 		req := jsonrpc.Request{Method: method, Params: raw}
-		if err := req.DecodeParams(&p); err != nil {
+		if err := req.DecodeParams(&p); err != nil || len(p.Data) == 0 {
+			// Refused, or no chunk: serve's outcome (a missing data
+			// member must stay nil, not the empty buffer).
 			return slow(s, ctx, params)
+		}
+		if cap(p.Data) > cap(*buf) && cap(p.Data) <= chunkBufferBytes {
+			*buf = p.Data[:0] // a small buffer grown by a chunk: keep the grown one
 		}
 		return f(s, ctx, p)
 	}
 }
+
+// chunkBufferBytes is what a decoded chunk can need: MaxChunkBytes and the
+// slack of base64's DecodedLen.
+const chunkBufferBytes = protocol.MaxChunkBytes + 3
+
+// chunkBuffers holds decode buffers between artifact.write calls.
+var chunkBuffers = sync.Pool{New: func() any { b := make([]byte, 0, chunkBufferBytes); return &b }}

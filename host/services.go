@@ -277,7 +277,55 @@ type openArtifact struct {
 	name      string
 	mediaType string
 	w         runtime.BlobWriter
-	size      int64
+	size      int64 // bytes accepted: written, or in the write in flight
+	// writing is the one chunk write in flight (see write), nil when none;
+	// failed is the first write that failed, which the artifact keeps.
+	writing chan error
+	failed  error
+	// spare holds the chunk being written: a chunk's bytes are the
+	// caller's (a buffer it reuses), so write copies them here first.
+	spare []byte
+}
+
+// write hands a chunk to the blob writer in a goroutine of its own, after
+// the chunk before it is written: the chunk is acknowledged while it is
+// written and hashed, which overlaps with the extension encoding the
+// next one. At most one chunk is in flight, so the acknowledgement still
+// paces the writer (a chunk waits for the one before it), and a write
+// that fails fails the next chunk and the commit, which never keeps a
+// blob that missed a chunk. The caller holds the table's lock.
+func (a *openArtifact) write(data []byte) error {
+	if err := a.settle(); err != nil {
+		return err
+	}
+	// Settled: the chunk before is written and spare free again.
+	a.spare = append(a.spare[:0], data...)
+	chunk := a.spare
+	done := make(chan error, 1)
+	a.writing = done
+	go func() {
+		_, err := a.w.Write(chunk)
+		done <- err
+	}()
+	return nil
+}
+
+// settle waits for the chunk write in flight and returns the first write
+// error the artifact met. After it the blob writer is the caller's alone.
+func (a *openArtifact) settle() error {
+	if a.writing != nil {
+		if err := <-a.writing; err != nil && a.failed == nil {
+			a.failed = err
+		}
+		a.writing = nil
+	}
+	return a.failed
+}
+
+// abort settles the artifact's writes and discards its blob.
+func (a *openArtifact) abort() error {
+	_ = a.settle() // what failed is discarded with the rest
+	return a.w.Abort()
 }
 
 // OpenRun registers a run with an unguessable id and returns it.
@@ -323,7 +371,7 @@ func (s *Service) CloseRun(id string) {
 	delete(s.artifacts.runs, id)
 	for aid, a := range s.artifacts.open {
 		if a.run.ID == id {
-			a.w.Abort()
+			a.abort()
 			delete(s.artifacts.open, aid)
 		}
 	}
@@ -334,7 +382,7 @@ func (s *Service) AbortArtifacts() {
 	s.artifacts.mu.Lock()
 	defer s.artifacts.mu.Unlock()
 	for aid, a := range s.artifacts.open {
-		a.w.Abort()
+		a.abort()
 		delete(s.artifacts.open, aid)
 	}
 }
@@ -399,13 +447,17 @@ func (s *Service) artifactWrite(ctx context.Context, p protocol.ArtifactWritePar
 	}
 	s.artifacts.mu.Lock()
 	defer s.artifacts.mu.Unlock()
+	if s.artifacts.open[p.ArtifactID] != a {
+		// Committed or aborted since: its writer is no longer ours.
+		return out, protocol.Errorf(protocol.CodeNotFound, "artifact %q is not open", p.ArtifactID)
+	}
 	switch {
 	case p.Offset+int64(len(p.Data)) <= a.size && p.Offset >= 0:
 		// A chunk sent again: already written.
 	case p.Offset != a.size:
 		return out, protocol.Errorf(protocol.CodeInvalid, "chunk at offset %d, but %d bytes are written", p.Offset, a.size)
 	default:
-		if _, err := a.w.Write(p.Data); err != nil {
+		if err := a.write(p.Data); err != nil {
 			return out, err
 		}
 		a.size += int64(len(p.Data))
@@ -422,7 +474,12 @@ func (s *Service) artifactCommit(ctx context.Context, p protocol.ArtifactCommitP
 	}
 	s.artifacts.mu.Lock()
 	delete(s.artifacts.open, p.ArtifactID)
+	werr := a.settle()
 	s.artifacts.mu.Unlock()
+	if werr != nil {
+		a.w.Abort()
+		return out, werr
+	}
 	if p.Size != a.size {
 		a.w.Abort()
 		return out, protocol.Errorf(protocol.CodeInvalid, "the writer wrote %d bytes, the host received %d", p.Size, a.size)
@@ -453,8 +510,9 @@ func (s *Service) artifactAbort(ctx context.Context, p protocol.ArtifactAbortPar
 	}
 	s.artifacts.mu.Lock()
 	delete(s.artifacts.open, p.ArtifactID)
+	err = a.abort()
 	s.artifacts.mu.Unlock()
-	return protocol.ArtifactAbortResult{}, errors.Join(a.w.Abort())
+	return protocol.ArtifactAbortResult{}, errors.Join(err)
 }
 
 func (s *Service) persistRecovery(ctx context.Context, p protocol.ExecutionPersistRecoveryParams) (protocol.ExecutionPersistRecoveryResult, error) {

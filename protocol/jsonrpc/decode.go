@@ -22,7 +22,9 @@ const bigStringBytes = 4 << 10
 // members are cut out, the rest goes through encoding/json, and the big
 // ones are decoded directly (base64 or plain text). Anything unusual takes
 // the plain json.Unmarshal path, so the outcome is always what
-// encoding/json would give.
+// encoding/json would give, but for one thing: a big base64 member is
+// decoded into the memory its []byte field already holds when that is
+// large enough (a reused chunk buffer), where encoding/json allocates.
 func unmarshal(data []byte, v any) error {
 	if len(data) < bigStringBytes {
 		return json.Unmarshal(data, v)
@@ -43,6 +45,15 @@ func unmarshal(data []byte, v any) error {
 		}
 		big[i].field = idx
 	}
+	elem := rv.Elem()
+	// A []byte field's memory, which the big value is decoded into when
+	// it is large enough (DecodeParams), before the null below drops it.
+	held := make([][]byte, len(big))
+	for i, m := range big {
+		if f := elem.Field(m.field); f.Kind() == reflect.Slice {
+			held[i] = f.Bytes()
+		}
+	}
 	// The rest of the object, with each big value replaced by null (which
 	// leaves a string alone and sets a []byte to nil, then overwritten).
 	small := make([]byte, 0, 512)
@@ -56,8 +67,7 @@ func unmarshal(data []byte, v any) error {
 	if err := json.Unmarshal(small, v); err != nil {
 		return err
 	}
-	elem := rv.Elem()
-	for _, m := range big {
+	for i, m := range big {
 		f := elem.Field(m.field)
 		body := data[m.start+1 : m.end-1]
 		plain := bytes.IndexByte(body, '\\') < 0
@@ -66,7 +76,13 @@ func unmarshal(data []byte, v any) error {
 			if !plain {
 				return json.Unmarshal(data, v)
 			}
-			b := make([]byte, base64.StdEncoding.DecodedLen(len(body)))
+			need := base64.StdEncoding.DecodedLen(len(body))
+			b := held[i]
+			if cap(b) >= need {
+				b = b[:need]
+			} else {
+				b = make([]byte, need)
+			}
 			n, err := decodeBase64(b, body)
 			if err != nil {
 				return json.Unmarshal(data, v) // for encoding/json's own error

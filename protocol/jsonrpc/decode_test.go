@@ -74,3 +74,38 @@ func TestDecodeParamsAgreesWithEncodingJSON(t *testing.T) {
 		})
 	}
 }
+
+// A big base64 member is decoded into the memory its []byte field already
+// holds when that has room, chunk after chunk, and into new memory when
+// the field is nil or too small; the bytes are the chunk's either way.
+func TestDecodeParamsReusesTheFieldsMemory(t *testing.T) {
+	params := func(fill byte, n int) []byte {
+		b, err := json.Marshal(chunk{Upload: "u", Data: []byte(strings.Repeat(string(rune(fill)), n))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	buf := make([]byte, 0, 64<<10)
+	var c chunk
+	c.Data = buf
+	assert.NoError(t, (&jsonrpc.Request{Params: params('a', 40000)}).DecodeParams(&c))
+	assert.Equal(t, strings.Repeat("a", 40000), string(c.Data))
+	assert.Same(t, &buf[:1][0], &c.Data[0], "decoded into the field's memory")
+
+	c.Data = c.Data[:0]
+	assert.NoError(t, (&jsonrpc.Request{Params: params('b', 50000)}).DecodeParams(&c))
+	assert.Equal(t, strings.Repeat("b", 50000), string(c.Data))
+	assert.Same(t, &buf[:1][0], &c.Data[0], "and again")
+
+	small := make([]byte, 0, 100)
+	c.Data = small
+	assert.NoError(t, (&jsonrpc.Request{Params: params('c', 40000)}).DecodeParams(&c))
+	assert.Equal(t, strings.Repeat("c", 40000), string(c.Data))
+	assert.Equal(t, make([]byte, 100), small[:100], "a buffer too small is left alone")
+
+	var fresh chunk
+	assert.NoError(t, (&jsonrpc.Request{Params: params('d', 40000)}).DecodeParams(&fresh))
+	assert.Equal(t, strings.Repeat("d", 40000), string(fresh.Data))
+	assert.NotSame(t, &buf[:1][0], &fresh.Data[0])
+}

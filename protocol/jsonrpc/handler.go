@@ -34,7 +34,10 @@ type Request struct {
 // fast path for big string members (base64 chunks) bound to []byte or
 // string fields. Missing or null params leave v as it is. A failure wraps
 // ErrInvalidParams, so a handler can return it as it is and the peer sees
-// -32602.
+// -32602. On the fast path a []byte field that already holds memory with
+// room for its decoded chunk is decoded into that memory (the slice is
+// resliced, its old bytes overwritten), so a caller can decode chunk after
+// chunk into one buffer; a nil field gets new memory.
 func (r *Request) DecodeParams(v any) error {
 	if len(r.Params) == 0 || string(r.Params) == "null" {
 		return nil
