@@ -760,6 +760,19 @@ func (c *Conn) handOff(run *eagerRun) {
 	}
 }
 
+// ReleaseReader passes the reading on when an Eager handler holds it
+// (Options.Eager), as a call over the Conn does, and does nothing
+// otherwise. A handler about to wait calls it so that the messages behind
+// it, a $/cancel for it included, are read at once rather than at the
+// EagerDeadline, which a timer honours only to about a millisecond in an
+// idle process. (The SDK calls it when an Eager handler asks for its
+// context's Done channel.)
+func (c *Conn) ReleaseReader() {
+	if run := c.onReader.Load(); run != nil {
+		c.handOff(run)
+	}
+}
+
 // task is one request handed to a handler goroutine.
 type task struct {
 	ctx    context.Context

@@ -1,5 +1,7 @@
 package sdk
 
+import "time"
+
 // SetMaxInflight sets the bound on requests served at once for the
 // connections ServeConn starts from now on, and returns a function that
 // restores it. Transcripts use a small bound to stay short.
@@ -39,4 +41,21 @@ func SetEagerServing(which string) (restore func()) {
 		eagerServing = servedEager
 	}
 	return func() { eagerServing = old }
+}
+
+// SetEagerDeadline sets the EagerDeadline the connections ServeConn starts
+// from now on pass to the transport (zero: its default).
+func SetEagerDeadline(d time.Duration) (restore func()) {
+	old := eagerDeadline
+	eagerDeadline = d
+	return func() { eagerDeadline = old }
+}
+
+// SetReleaseOnDone sets whether the connections ServeConn starts from now
+// on pass the reading on when an Eager handler asks for its context's Done
+// channel.
+func SetReleaseOnDone(on bool) (restore func()) {
+	old := releaseOnDone
+	releaseOnDone = on
+	return func() { releaseOnDone = old }
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/open-conduit/open-conduit/protocol"
 	"github.com/open-conduit/open-conduit/protocol/jsonrpc"
@@ -22,16 +23,26 @@ import (
 // Before anything else, Serve moves os.Stdout to stderr (TakeStdout), so a
 // stray fmt.Println cannot corrupt the stream.
 //
-// When stdin and stdout are pipes or sockets, Serve reads and writes them
-// through the runtime's poller rather than in blocking system calls, which
-// spares a thread hand-off on every message.
+// Serve reads stdin in blocking system calls and writes stdout, when it
+// is a pipe or a socket, through the runtime's poller. A request the
+// reader serves itself (servedEager) is then read, served and answered by
+// one thread with one read and one write, which is most requests: read
+// through the poller, each message cost a failed read, an epoll wait and
+// a second read, and waking the thread that waited (prototypes/transport's
+// fullstack echo, in back-to-back runs with operation.call served on the
+// reader: 56 µs of extension CPU an echo through the poller, 30 µs
+// blocking). The price
+// is on wake-ups: a handler the reader wakes (with the answer to its host
+// call, or its $/cancel) waits for another thread to take it up while the
+// reader blocks in its next read. Closing a blocking stdin does not wait
+// for a read in progress, so Serve still returns at once after shutdown.
 //
 // With EXTENSION_CPUPROFILE=PREFIX in its environment (CPUProfileEnv) the
 // process writes its CPU profile to PREFIX.<pid> while it serves.
 func Serve(ext *Extension) error {
 	defer startCPUProfile()()
 	out := TakeStdout()
-	return ServeConn(context.Background(), pollable(os.Stdin), pollable(out), ext)
+	return ServeConn(context.Background(), os.Stdin, pollable(out), ext)
 }
 
 // TakeStdout moves os.Stdout to stderr and returns the real standard
@@ -55,7 +66,7 @@ func TakeStdout() *os.File {
 // when the peer closed r, after shutdown, or when ctx ends. It closes r
 // and w when they are io.Closers.
 func ServeConn(ctx context.Context, r io.Reader, w io.Writer, ext *Extension) error {
-	taken := &unanswered{ids: map[string]int{}, changed: make(chan struct{})}
+	taken := &unanswered{ids: map[answerKey]int{}}
 	cw := &answerWriter{w: w, answered: taken.answered}
 	// The Host calls through conn, which exists only once NewConn has
 	// returned; a handler may already run by then.
@@ -68,6 +79,15 @@ func ServeConn(ctx context.Context, r io.Reader, w io.Writer, ext *Extension) er
 	if err != nil {
 		closeAll(r, w)
 		return err
+	}
+	eager := eagerServing
+	if releaseOnDone && eager != nil {
+		s.readerConn = func(method string, ctx context.Context) *jsonrpc.Conn {
+			if !eager(method) {
+				return nil
+			}
+			return jsonrpc.ConnFromContext(ctx)
+		}
 	}
 	shutdownAcked := make(chan struct{})
 	var ackOnce sync.Once
@@ -92,10 +112,11 @@ func ServeConn(ctx context.Context, r io.Reader, w io.Writer, ext *Extension) er
 		return res, err
 	})
 	conn = jsonrpc.NewConn(r, cw, handler, &jsonrpc.Options{
-		MaxInflight: maxInflight,
-		DecodeError: DecodeError,
-		Logf:        s.logf,
-		Eager:       eagerServing,
+		MaxInflight:   maxInflight,
+		DecodeError:   DecodeError,
+		Logf:          s.logf,
+		Eager:         eager,
+		EagerDeadline: eagerDeadline,
 	})
 	close(ready)
 	for {
@@ -129,36 +150,53 @@ func ServeConn(ctx context.Context, r io.Reader, w io.Writer, ext *Extension) er
 }
 
 // servedEager says which requests the transport's reader starts serving
-// itself (jsonrpc.Options.Eager): those whose handlers are PureFuncs, which
-// get no Host and cannot call back (routes, validate and the four
-// in-transaction methods). They answer from their params, so they cost no
-// goroutine and no wake-up; one that blocks or runs long is handed to a
-// goroutine at jsonrpc.DefaultEagerDeadline (about 1 ms in an otherwise
-// idle process: see jsonrpc.Options.EagerDeadline), so it stalls the
-// connection for no longer and sees $/cancel. (They were served Inline
-// before: no $/cancel, and one that blocked stalled the connection for
-// good.)
+// itself (jsonrpc.Options.Eager), rather than handing each to a goroutine
+// at once:
 //
-// Every other request is handed to a goroutine at once. Starting those on
-// the reader too was measured (BenchmarkOperationCallEcho,
-// BenchmarkServeRoundTrip demo-goroutine against demo) and gained nothing
-// measurable on this machine, while a handler that blocks without calling
-// back (one waiting for its cancellation, an executor starting a process)
-// would hold the stream up to the deadline, delaying a $/cancel and every
-// request behind it by up to a millisecond.
+//   - those whose handlers are PureFuncs, which get no Host and cannot
+//     call back (routes, validate and the four in-transaction methods):
+//     they answer from their params;
+//   - operation.call, the toolbelt call: most handlers answer from their
+//     input or after a host call or two. Started on the reader, one that
+//     answers at once costs no goroutine and no wake-up (the full stack's
+//     echo in prototypes/transport: about a third less extension CPU with
+//     the blocking stdin above, against a goroutine per call); one that
+//     calls the host hands the reading to a new goroutine at its first
+//     call, and goes on as a handler of its own.
+//
+// A handler that blocks or runs long without calling back is handed on at
+// EagerDeadline (jsonrpc.DefaultEagerDeadline, which is a timer's: about
+// 1 ms in an otherwise idle process), so it holds up the stream, a
+// $/cancel sent to it and every request behind it for no longer
+// (TestBlockingOperationCallNeitherStallsNorMissesCancel).
+//
+// Every other request is handed to a goroutine at once: executors start
+// processes, tasks and checks run long, and those would hold the stream up
+// to the deadline on every call for no gain.
 func servedEager(method string) bool {
 	switch method {
-	case "route.match", "route.samples", "validate":
+	case "route.match", "route.samples", "validate", "operation.call":
 		return true
 	}
 	mt, ok := protocol.LookupMethod(method)
 	return ok && mt.InTransaction && mt.Direction == protocol.HostToExtension
 }
 
+// releaseOnDone says whether the context of a handler the reader started
+// passes the reading on when asked for Done (inflightCall.Done; a
+// variable for the negative control of the test that shows what it is
+// for).
+var releaseOnDone = true
+
 // eagerServing is the Eager option ServeConn passes (a variable so a
 // benchmark can compare it with handing every request to a goroutine, or
 // with starting every request on the reader).
 var eagerServing = servedEager
+
+// eagerDeadline is the EagerDeadline option ServeConn passes: zero, the
+// transport's default (a variable so a test can show what the deadline is
+// for by setting it far out).
+var eagerDeadline time.Duration
 
 // beforeServe, when set, runs as a request's handler starts: tests hold a
 // handler there to start it after a later request's.
@@ -194,33 +232,78 @@ func closeAll(r io.Reader, w io.Writer) {
 // have not been written yet, by id, so ServeConn exits only once each has
 // its answer on the wire. A response the transport writes itself
 // (overloaded, a refusal of malformed params) answers no request taken
-// here and counts for nothing.
+// here and counts for nothing. It costs no allocation per request: an
+// integer id (the host's are) is kept as a number, and the channel that
+// signals an answer exists only while someone waits on it.
 type unanswered struct {
 	mu      sync.Mutex
-	ids     map[string]int
+	ids     map[answerKey]int
 	n       int
-	changed chan struct{}
+	changed chan struct{} // nil until pending hands it out
+}
+
+// answerKey is a request id as the map keeps it: an integer id by value,
+// any other by its text.
+type answerKey struct {
+	n    int64
+	text string
+}
+
+func keyOf(id []byte) answerKey {
+	if n, ok := smallInt(id); ok {
+		return answerKey{n: n}
+	}
+	return answerKey{n: -1, text: string(id)}
+}
+
+// smallInt reads id as a non-negative decimal integer of up to 18 digits
+// with no leading zero (the only spelling the same number has), without
+// allocating.
+func smallInt(id []byte) (int64, bool) {
+	if len(id) == 0 || len(id) > 18 || (id[0] == '0' && len(id) > 1) {
+		return 0, false
+	}
+	var n int64
+	for _, c := range id {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
 }
 
 func (u *unanswered) take(id []byte) {
+	k := keyOf(id)
 	u.mu.Lock()
-	u.ids[string(id)]++
+	u.ids[k]++
 	u.n++
 	u.mu.Unlock()
 }
 
 func (u *unanswered) answered(id []byte) {
+	var k answerKey
+	if n, ok := smallInt(id); ok {
+		k = answerKey{n: n}
+	} else {
+		k = answerKey{n: -1, text: string(id)}
+	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if u.ids[string(id)] == 0 {
+	c := u.ids[k]
+	if c == 0 {
 		return
 	}
-	if u.ids[string(id)]--; u.ids[string(id)] == 0 {
-		delete(u.ids, string(id))
+	if c == 1 {
+		delete(u.ids, k)
+	} else {
+		u.ids[k] = c - 1
 	}
 	u.n--
-	close(u.changed)
-	u.changed = make(chan struct{})
+	if u.changed != nil {
+		close(u.changed)
+		u.changed = nil
+	}
 }
 
 // pending is how many are unanswered and a channel closed on the next
@@ -228,6 +311,9 @@ func (u *unanswered) answered(id []byte) {
 func (u *unanswered) pending() (int, <-chan struct{}) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	if u.changed == nil {
+		u.changed = make(chan struct{})
+	}
 	return u.n, u.changed
 }
 

@@ -80,3 +80,114 @@ func TestBlockingPureHandlerNeitherStallsNorMissesCancel(t *testing.T) {
 		t.Fatal("the blocking pure handler never saw its $/cancel")
 	}
 }
+
+// operation.call starts on the reader too, and a handler that blocks
+// without calling the host neither stalls the stream nor misses its
+// $/cancel: one that waits on its context passes the reading on as it asks
+// for the Done channel, at once; one that blocks on anything else is
+// handed on at the Eager deadline. Either way the next operation.call is
+// answered while it blocks. The negative controls take each mechanism
+// away (the deadline an hour off, and the release on Done turned off):
+// then the next call gets no answer.
+func TestBlockingOperationCallNeitherStallsNorMissesCancel(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		input    string // "ctx": waits for its cancellation; "chan": on a channel
+		deadline time.Duration
+		noDone   bool // no release on Done
+		answered bool
+	}{
+		{"waits on ctx", "ctx", 0, false, true},
+		{"waits on ctx, deadline an hour off", "ctx", time.Hour, false, true},
+		{"negative control: waits on ctx, no release on Done, deadline an hour off", "ctx", time.Hour, true, false},
+		{"waits on a channel", "chan", 0, false, true},
+		{"negative control: waits on a channel, deadline an hour off", "chan", time.Hour, false, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.deadline != 0 {
+				t.Cleanup(sdk.SetEagerDeadline(c.deadline))
+			}
+			if c.noDone {
+				t.Cleanup(sdk.SetReleaseOnDone(false))
+			}
+			host, blocked := startBlockingOperation(t, c.input)
+			wait := 5 * time.Second
+			if !c.answered {
+				wait = 300 * time.Millisecond // it cannot be answered: the reader is held
+			}
+			quickCtx, quickDone := context.WithTimeout(t.Context(), wait)
+			defer quickDone()
+			var res protocol.OperationCallResult
+			err := host.Call(quickCtx, "operation.call", opCall(`"quick"`), &res)
+			if !c.answered {
+				assert.ErrorIs(t, err, context.DeadlineExceeded, "the blocked handler held the reading")
+				return
+			}
+			require.NoError(t, err, "a call behind a blocking operation is served")
+			assert.JSONEq(t, `"quick"`, string(res.Output))
+			if c.input != "ctx" {
+				return
+			}
+			blocked.cancel()
+			assert.ErrorIs(t, <-blocked.err, context.Canceled)
+			select {
+			case <-blocked.seen:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the blocking operation never saw its $/cancel")
+			}
+		})
+	}
+}
+
+type blockedCall struct {
+	cancel context.CancelFunc
+	err    chan error
+	seen   chan struct{} // closed when the handler saw its context end
+}
+
+func opCall(input string) protocol.OperationCallParams {
+	return protocol.OperationCallParams{Operation: "blocker.block", Input: json.RawMessage(input), Authority: protocol.Authority{ScopeID: "s"}}
+}
+
+// startBlockingOperation serves an extension whose one operation,
+// blocker.block, echoes its input, except the inputs "ctx" (it waits for
+// its cancellation) and "chan" (it waits on a channel the test's cleanup
+// closes), which block without calling the host. It starts one call with
+// input and returns once its handler runs.
+func startBlockingOperation(t *testing.T, input string) (*jsonrpc.Conn, blockedCall) {
+	started, seen, unblock := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	ext := &sdk.Extension{
+		Manifest: []byte(`{"name":"blocker","version":"1.0.0","command":["blocker"],"protocol":[1],` +
+			`"provides":{"operations":[{"name":"blocker.block","kind":"handler"}]}}`),
+		Operations: map[string]sdk.Operation{"blocker.block": {Handler: func(ctx context.Context, _ *sdk.Host, c protocol.OperationCallParams) (protocol.OperationCallResult, error) {
+			switch string(c.Input) {
+			case `"ctx"`:
+				close(started)
+				<-ctx.Done()
+				close(seen)
+				return protocol.OperationCallResult{}, ctx.Err()
+			case `"chan"`:
+				close(started)
+				<-unblock
+				return protocol.OperationCallResult{Output: c.Input}, nil
+			}
+			return protocol.OperationCallResult{Output: c.Input}, nil
+		}}},
+		Logf: func(string, ...any) {},
+	}
+	hostR, extW, err := os.Pipe()
+	require.NoError(t, err)
+	extR, hostW, err := os.Pipe()
+	require.NoError(t, err)
+	serveCtx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- sdk.ServeConn(serveCtx, extR, extW, ext) }()
+	host := jsonrpc.NewConn(hostR, hostW, sdktest.New().Handler(), &jsonrpc.Options{DecodeError: sdk.DecodeError})
+	t.Cleanup(func() { close(unblock); host.Close(); stop(); <-done })
+	require.NoError(t, host.Call(t.Context(), "initialize", protocol.InitializeParams{ProtocolVersions: []protocol.Version{1}}, nil))
+	ctx, cancel := context.WithCancel(t.Context())
+	blocked := blockedCall{cancel: cancel, err: make(chan error, 1), seen: seen}
+	go func() { blocked.err <- host.Call(ctx, "operation.call", opCall(`"`+input+`"`), nil) }()
+	<-started
+	return host, blocked
+}

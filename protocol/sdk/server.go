@@ -10,9 +10,11 @@ import (
 	"runtime/debug"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/open-conduit/open-conduit/protocol"
+	"github.com/open-conduit/open-conduit/protocol/jsonrpc"
 )
 
 // The lifecycle states of a server.
@@ -33,6 +35,10 @@ type server struct {
 	enabled map[string]bool
 	host    *Host
 	logf    func(string, ...any)
+	// readerConn, when set, says for a request whose handler the
+	// transport's reader started which Conn that is (ServeConn), so the
+	// handler's context can pass the reading on (inflightCall.Done).
+	readerConn func(method string, ctx context.Context) *jsonrpc.Conn
 
 	mu       sync.Mutex
 	state    int
@@ -95,9 +101,77 @@ func (a *arrivals) wait() <-chan struct{} {
 	return a.changed
 }
 
+// inflightCall is one request in flight, and the context its handler
+// gets. That context is the transport's request context (ended by
+// $/cancel or the connection's end) until something needs one the server
+// can cancel on its own: shutdown cancelling what is in flight, or the
+// handler asking for Done (to wait, to call the host, to derive a context
+// of its own). Only then is a child made, so a handler that answers
+// without looking costs the transport's context and no second one.
 type inflightCall struct {
+	parent context.Context
+	// conn is set when the transport's reader started the handler
+	// (servedEager): asking for Done passes the reading on first
+	// (jsonrpc.Conn.ReleaseReader), so the messages behind the request,
+	// its own $/cancel included, are read at once rather than at the
+	// Eager deadline.
+	conn  *jsonrpc.Conn
+	mu    sync.Mutex
+	child atomic.Pointer[cancellable]
+}
+
+type cancellable struct {
 	ctx    context.Context
 	cancel context.CancelFunc
+}
+
+// own returns the call's own cancellable context, made on first use.
+func (c *inflightCall) own() *cancellable {
+	if k := c.child.Load(); k != nil {
+		return k
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if k := c.child.Load(); k != nil {
+		return k
+	}
+	ctx, cancel := context.WithCancel(c.parent)
+	k := &cancellable{ctx: ctx, cancel: cancel}
+	c.child.Store(k)
+	return k
+}
+
+func (c *inflightCall) Deadline() (time.Time, bool) { return c.parent.Deadline() }
+
+func (c *inflightCall) Done() <-chan struct{} {
+	if c.conn != nil {
+		c.conn.ReleaseReader()
+	}
+	return c.own().ctx.Done()
+}
+
+func (c *inflightCall) Err() error {
+	if k := c.child.Load(); k != nil {
+		return k.ctx.Err()
+	}
+	return c.parent.Err()
+}
+
+func (c *inflightCall) Value(key any) any {
+	if k := c.child.Load(); k != nil {
+		return k.ctx.Value(key)
+	}
+	return c.parent.Value(key)
+}
+
+// cancel cancels the call's context (shutdown's grace is over).
+func (c *inflightCall) cancel() { c.own().cancel() }
+
+// finish releases the child context, if one was made.
+func (c *inflightCall) finish() {
+	if k := c.child.Load(); k != nil {
+		k.cancel()
+	}
 }
 
 // newServer parses ext's manifest and checks ext against it.
@@ -165,13 +239,13 @@ func (s *server) serve(ctx context.Context, seq uint64, method string, params an
 	state := s.stateFor(seq)
 	var c *inflightCall
 	if known && state == stateReady && dispatched && s.enabled[method] {
-		c = s.beginLocked(ctx)
+		c = s.beginLocked(method, ctx)
 	}
 	s.arrivals.arrive(seq)
 	s.mu.Unlock()
 	if c != nil {
 		defer s.end(c)
-		return f(s, c.ctx, params)
+		return f(s, c, params)
 	}
 	switch {
 	case !known || mt.Direction == protocol.ExtensionToHost:
@@ -204,16 +278,18 @@ func (s *server) stateFor(seq uint64) int {
 
 // beginLocked records a request in flight so shutdown can wait for or
 // cancel it; the caller holds s.mu and calls end when it is done.
-func (s *server) beginLocked(ctx context.Context) *inflightCall {
-	c := &inflightCall{}
-	c.ctx, c.cancel = context.WithCancel(ctx)
+func (s *server) beginLocked(method string, ctx context.Context) *inflightCall {
+	c := &inflightCall{parent: ctx}
+	if s.readerConn != nil {
+		c.conn = s.readerConn(method, ctx)
+	}
 	s.inflight[c] = struct{}{}
 	return c
 }
 
 // end records the request's end.
 func (s *server) end(c *inflightCall) {
-	c.cancel()
+	c.finish()
 	s.mu.Lock()
 	delete(s.inflight, c)
 	if len(s.inflight) == 0 && s.idle != nil {

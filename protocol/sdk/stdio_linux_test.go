@@ -42,11 +42,12 @@ func nonblocking(fd uintptr) bool {
 	return errno == 0 && flags&syscall.O_NONBLOCK != 0
 }
 
-// Serve moves pipe stdio onto the runtime's poller (the descriptors are
-// non-blocking; on the Fd path they would be blocking), and the stream
-// survives garbage collection: the File Serve replaced is kept, so its
-// finalizer never closes the descriptor under the protocol.
-func TestServeStdioOnThePoller(t *testing.T) {
+// Serve reads stdin in blocking system calls (one read a message, served
+// on the reader) and writes a pipe stdout through the runtime's poller
+// (non-blocking), and the stream survives garbage collection: the File
+// Serve replaced is kept, so its finalizer never closes the descriptor
+// under the protocol.
+func TestServeStdinBlockingStdoutOnThePoller(t *testing.T) {
 	ctx := testContext(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), sdkChildEnv+"=demo-stdio")
@@ -58,7 +59,7 @@ func TestServeStdioOnThePoller(t *testing.T) {
 	for i := range 20 {
 		var res protocol.TaskRunResult
 		require.NoError(t, conn.Call(ctx, "task.run", protocol.TaskRunParams{Task: "demo-sweep"}, &res), "call %d after collections", i)
-		assert.Equal(t, "stdin nonblocking=true stdout nonblocking=true", res.Detail)
+		assert.Equal(t, "stdin nonblocking=false stdout nonblocking=true", res.Detail)
 	}
 	conn.Close()
 	require.NoError(t, p.Err(), "stderr:\n%s", p.Stderr())

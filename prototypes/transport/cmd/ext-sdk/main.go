@@ -33,7 +33,14 @@ func main() {
 			return protocol.OperationCallResult{Output: out}, err
 		}}
 	}
-	op(workload.MethodEcho, func(_ context.Context, _ *sdk.Host, in json.RawMessage) (any, error) { return in, nil })
+	// The echo hands its input back as its output, as ext-jsonrpc's echo
+	// hands back its params: both sides do the same work. (It went through
+	// op's json.Marshal before, which re-validated and compacted the input
+	// on this side only: about 3 µs of CPU an echo the bare side never
+	// spent.)
+	ops[workload.MethodEcho] = sdk.Operation{Handler: func(_ context.Context, _ *sdk.Host, c protocol.OperationCallParams) (protocol.OperationCallResult, error) {
+		return protocol.OperationCallResult{Output: c.Input}, nil
+	}}
 	op(workload.MethodFail, func(_ context.Context, _ *sdk.Host, in json.RawMessage) (any, error) {
 		return nil, p.Fail(decode[workload.FailParams](in))
 	})
