@@ -186,10 +186,12 @@ type Engine struct {
 	scans   map[string]*sync.Mutex // one reconcile scan per source at a time
 	kick    chan struct{}
 
-	// routedTail is one more than the log's last sequence as this
-	// engine's last routed push left it, every Event up to it routed (0:
-	// not known). A push predicts its Events from it without a read; the
-	// accepting transaction checks it (pushroute.go).
+	// routedTail is one more than the sequence through which this engine
+	// last committed routing (a routed push, a routing pass), every
+	// Event up to it routed (0: not known). A push predicts its Events
+	// from it without a read, the accepting transaction checking the
+	// prediction (pushroute.go); a routing pass with nothing after it
+	// reads nothing (routedThroughCommitted).
 	routedTail atomic.Int64
 
 	observers sync.WaitGroup

@@ -49,9 +49,15 @@ func (e *Engine) decideBeforeAccept(ctx context.Context, envs []Envelope) *preRo
 		return nil
 	}
 	// After a push this engine routed, the log ends where that push left
-	// it unless another writer came between, which the accepting
-	// transaction sees; otherwise one read says where it ends.
+	// it unless another writer came between, which the store's committed
+	// sequence tells when it knows it, and the accepting transaction
+	// sees in any case; otherwise one read says where it ends.
 	latest := e.routedTail.Load() - 1
+	if cs, ok := e.store.(CommittedSequenceStore); ok && latest >= 0 {
+		if seq, known := cs.CommittedSequence(); known && seq != latest {
+			latest = -1
+		}
+	}
 	if latest < 0 {
 		var cursor int64
 		err := e.store.View(ctx, func(r ReadTx) error {
@@ -119,6 +125,19 @@ func sameEvent(a, b Event) bool {
 		a.Signature == b.Signature
 }
 
+// latestSequence is the log's last sequence as tx sees it: the store's
+// committed sequence when it vouches for it (exact in a write
+// transaction, which no other commit of the store can overlap), else
+// read.
+func (e *Engine) latestSequence(tx Tx) (int64, error) {
+	if cs, ok := e.store.(CommittedSequenceStore); ok {
+		if seq, known := cs.CommittedSequence(); known {
+			return seq, nil
+		}
+	}
+	return tx.LatestSequence()
+}
+
 // acceptRouted accepts envs in one transaction and, when p still holds
 // in it, applies p's routing in the same transaction. It reports how
 // many of the Events it routed.
@@ -133,7 +152,7 @@ func (e *Engine) acceptRouted(ctx context.Context, envs []Envelope, p *preRoute)
 		if !ok {
 			return errPushRoute
 		}
-		latest, err := tx.LatestSequence()
+		latest, err := e.latestSequence(tx)
 		if err != nil {
 			return err
 		}
@@ -163,7 +182,7 @@ func (e *Engine) acceptRouted(ctx context.Context, envs []Envelope, p *preRoute)
 			return nil
 		}
 		for _, d := range p.decisions {
-			err := e.applyRoute(tx, d)
+			err := e.applyRoute(tx, d, &cursor)
 			if errors.Is(err, errRerun) {
 				break // written nothing for it; the pass decides it again
 			}

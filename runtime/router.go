@@ -74,6 +74,9 @@ func (e *Engine) RouteRecordOf(ctx context.Context, eventID string) (RouteRecord
 // A handler error ends the pass with that Event still pending; routing is
 // retried.
 func (e *Engine) RoutePending(ctx context.Context) (int, error) {
+	if e.routedThroughCommitted() {
+		return 0, nil
+	}
 	var (
 		cursor int64
 		events []Event
@@ -88,6 +91,12 @@ func (e *Engine) RoutePending(ctx context.Context) (int, error) {
 	})
 	if err != nil {
 		return 0, err
+	}
+	// Once the page is routed the cursor is at least its last Event's
+	// sequence (the cursor's, for an empty page): what routedTail says.
+	tail := cursor + 1
+	if n := len(events); n > 0 {
+		tail = events[n-1].Sequence + 1
 	}
 	routed, reruns := 0, 0
 	for len(events) > 0 {
@@ -107,8 +116,12 @@ func (e *Engine) RoutePending(ctx context.Context) (int, error) {
 		if len(batch) > 0 {
 			err := e.store.Transact(ctx, func(tx Tx) error {
 				applied = 0
+				var cursor int64
+				if _, err := kvGetJSON(tx, NamespaceRouting, routingCursorKey, &cursor); err != nil {
+					return err
+				}
 				for _, d := range batch {
-					err := e.applyRoute(tx, d)
+					err := e.applyRoute(tx, d, &cursor)
 					if errors.Is(err, errRerun) {
 						break // what applied so far commits; the rest is decided again
 					}
@@ -139,7 +152,22 @@ func (e *Engine) RoutePending(ctx context.Context) (int, error) {
 		}
 		events = events[applied:]
 	}
+	e.routedTail.Store(tail)
 	return routed, nil
+}
+
+// routedThroughCommitted reports, without a read, that every committed
+// Event is routed: this engine committed the routing cursor at or past
+// routedTail-1, the cursor only moves forward, and the store vouches
+// that no commit of it accepted an Event past that one.
+func (e *Engine) routedThroughCommitted() bool {
+	cs, ok := e.store.(CommittedSequenceStore)
+	tail := e.routedTail.Load()
+	if !ok || tail <= 0 {
+		return false
+	}
+	seq, known := cs.CommittedSequence()
+	return known && seq == tail-1
 }
 
 // RouteBatch is the most Events one routing transaction applies.
@@ -228,13 +256,11 @@ func (e *Engine) match(ctx context.Context, c *engineConf, ev Event, snap snapsh
 	return c.Handlers[route.Handler].Match(ctx, in)
 }
 
-func (e *Engine) applyRoute(tx Tx, d decision) error {
+// applyRoute applies d in tx, whose routing cursor is *cursor (read once
+// by the caller in tx, and kept here: only applyRoute moves it).
+func (e *Engine) applyRoute(tx Tx, d decision, cursor *int64) error {
 	ev, snap, idx, dec := d.ev, d.snap, d.idx, d.dec
-	var cursor int64
-	if _, err := kvGetJSON(tx, NamespaceRouting, routingCursorKey, &cursor); err != nil {
-		return err
-	}
-	if cursor >= ev.Sequence {
+	if *cursor >= ev.Sequence {
 		return nil // another pass routed it
 	}
 	if snap.work != nil {
@@ -261,10 +287,14 @@ func (e *Engine) applyRoute(tx Tx, d decision) error {
 	} else {
 		rec.Reason = dec.Reason
 	}
-	return tx.KVCommit(KVBatch{Puts: []KVPut{
+	err := tx.KVCommit(KVBatch{Puts: []KVPut{
 		kvPut(NamespaceRouting, routeRecordKey(ev.ID), rec),
 		kvPut(NamespaceRouting, routingCursorKey, ev.Sequence),
 	}})
+	if err == nil {
+		*cursor = ev.Sequence
+	}
+	return err
 }
 
 func (e *Engine) applyMatch(tx Tx, ev Event, snap snapshot, route Route, dec RouteDecision, rec *RouteRecord) error {

@@ -64,6 +64,24 @@ type PreAcceptTx interface {
 	AcceptEventAt(env Envelope, at time.Time) (Event, bool, error)
 }
 
+// CommittedSequenceStore is a Store that knows, without a read, the
+// sequence of the last Event its committed transactions accepted, so a
+// routing pass that has nothing left to route need not read the log to
+// find that out.
+type CommittedSequenceStore interface {
+	Store
+	// CommittedSequence is the sequence of the last Event accepted by
+	// this Store's transactions (0 if none): never below that of an
+	// Event any of its commits made (a commit under way may be counted
+	// before it lands), and in a write transaction of the Store exactly
+	// the log's last sequence. known is false once the Store cannot
+	// vouch for it (a commit failed after it was counted). It counts
+	// only this Store's own commits, so it holds while this Store is its
+	// database's only writer, which is the design (one daemon owns a
+	// state directory: its state lock).
+	CommittedSequence() (seq int64, known bool)
+}
+
 // transactDeferSync commits fn through s's deferred-sync path when it has
 // one, else as an ordinary synced transaction.
 func transactDeferSync(ctx context.Context, s Store, fn func(Tx) error) error {

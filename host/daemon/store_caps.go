@@ -9,34 +9,39 @@ import (
 
 // The store's optional capabilities (runtime.PreAcceptStore: a push routed
 // in its accepting commit; runtime.DeferredSyncStore: an Execution's start
-// in one synced write) are found by the engine with type assertions, so a
+// in one synced write; runtime.CommittedSequenceStore: a routing pass with
+// nothing to route reads nothing) are found by the engine with type assertions, so a
 // wrapper that only embeds runtime.Store hides them. engineStore gives the
 // engine the notifying store with each capability the store under it has,
 // and no other: claiming one it lacks would make the engine take a path
 // the store cannot keep.
 
-// engineStore returns s as the engine sees it: with both capabilities when
-// the store under it has both (runtime/sqlite), else with neither (the
+// engineStore returns s as the engine sees it: with every capability when
+// the store under it has them all (runtime/sqlite), else with none (the
 // faultinject build's killing store, whose kill points count the steps of
 // ordinary transactions).
 func (s notifyingStore) engineStore() runtime.Store {
 	pre, hasPre := s.Store.(runtime.PreAcceptStore)
 	def, hasDef := s.Store.(runtime.DeferredSyncStore)
-	if hasPre && hasDef {
-		return capableStore{s, pre, def}
+	seq, hasSeq := s.Store.(runtime.CommittedSequenceStore)
+	if hasPre && hasDef && hasSeq {
+		return capableStore{s, pre, def, seq}
 	}
 	return s
 }
 
-// capableStore is a notifyingStore over a store with both capabilities; a
+// capableStore is a notifyingStore over a store with every capability; a
 // deferred commit notifies and journals as a synced one does.
 type capableStore struct {
 	notifyingStore
 	pre runtime.PreAcceptStore
 	def runtime.DeferredSyncStore
+	seq runtime.CommittedSequenceStore
 }
 
 func (s capableStore) Now() time.Time { return s.pre.Now() }
+
+func (s capableStore) CommittedSequence() (int64, bool) { return s.seq.CommittedSequence() }
 
 func (s capableStore) TransactDeferSync(ctx context.Context, fn func(runtime.Tx) error) error {
 	return s.journaled(ctx, s.def.TransactDeferSync, fn)

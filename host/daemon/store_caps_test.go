@@ -28,6 +28,8 @@ func TestEngineStoreKeepsTheStoresCapabilities(t *testing.T) {
 	assert.True(t, pre, "the engine's store is a PreAcceptStore")
 	def, ok := es.(runtime.DeferredSyncStore)
 	require.True(t, ok, "the engine's store is a DeferredSyncStore")
+	_, seq := es.(runtime.CommittedSequenceStore)
+	assert.True(t, seq, "the engine's store is a CommittedSequenceStore")
 
 	ctx := context.Background()
 	require.NoError(t, es.Transact(ctx, func(tx runtime.Tx) error {
@@ -54,5 +56,6 @@ func TestEngineStoreClaimsNothingItLacks(t *testing.T) {
 	es := newNotifyingStore(struct{ runtime.Store }{st}).engineStore()
 	_, pre := es.(runtime.PreAcceptStore)
 	_, def := es.(runtime.DeferredSyncStore)
-	assert.False(t, pre || def)
+	_, seq := es.(runtime.CommittedSequenceStore)
+	assert.False(t, pre || def || seq)
 }

@@ -50,6 +50,13 @@ type Store struct {
 	deferredGen, syncedGen atomic.Int64
 	flushMu                sync.Mutex
 	flush                  *time.Timer
+
+	// committedSeq is the sequence of the last Event a transaction of
+	// this store accepted and went on to commit
+	// (runtime.CommittedSequenceStore); seqUnknown is set for good once
+	// such a commit failed, the count then ahead of the log.
+	committedSeq atomic.Int64
+	seqUnknown   atomic.Bool
 }
 
 // DeferredSyncBound is how long a deferred-sync commit may stay off the
@@ -60,9 +67,10 @@ var (
 	_ runtime.Store     = (*Store)(nil)
 	_ runtime.BlobStore = (*Store)(nil)
 
-	_ runtime.DeferredSyncStore = (*Store)(nil)
-	_ runtime.PreAcceptStore    = (*Store)(nil)
-	_ runtime.PreAcceptTx       = (*tx)(nil)
+	_ runtime.DeferredSyncStore      = (*Store)(nil)
+	_ runtime.PreAcceptStore         = (*Store)(nil)
+	_ runtime.PreAcceptTx            = (*tx)(nil)
+	_ runtime.CommittedSequenceStore = (*Store)(nil)
 )
 
 // Option configures Open.
@@ -121,6 +129,12 @@ func Open(dir string, opts ...Option) (*Store, error) {
 		s.writer.Close()
 		return nil, err
 	}
+	var latest int64
+	if err := s.writer.QueryRow(`SELECT COALESCE(MAX(sequence), 0) FROM events`).Scan(&latest); err != nil {
+		s.writer.Close()
+		return nil, fmt.Errorf("sqlite: open: latest sequence: %w", err)
+	}
+	s.committedSeq.Store(latest)
 
 	readQ := url.Values{}
 	for k, v := range common {
@@ -145,6 +159,18 @@ func dsn(path string, q url.Values) string {
 // Now implements runtime.PreAcceptStore: it reads the clock that stamps
 // the store's records.
 func (s *Store) Now() time.Time { return s.now() }
+
+// CommittedSequence implements runtime.CommittedSequenceStore: each
+// commit that accepts Events is counted just before it, while its
+// transaction holds the one writer. It is exact while this Store is the
+// database's only writer (the daemon's state lock keeps every other
+// process off the database).
+func (s *Store) CommittedSequence() (int64, bool) {
+	if s.seqUnknown.Load() {
+		return 0, false
+	}
+	return s.committedSeq.Load(), true
+}
 
 // Dir is the state directory.
 func (s *Store) Dir() string { return s.dir }
@@ -305,7 +331,17 @@ func (s *Store) run(ctx context.Context, sqlTx *sql.Tx, fn func(runtime.Tx) erro
 		return err
 	}
 	finished = true
+	if t.acceptedSeq > 0 {
+		// Counted before the commit, while this transaction still holds
+		// the writer: the count is then never behind a committed Event,
+		// and exact for the next transaction. A commit that fails leaves
+		// it ahead, so the store stops vouching.
+		s.committedSeq.Store(t.acceptedSeq)
+	}
 	if err := sqlTx.Commit(); err != nil {
+		if t.acceptedSeq > 0 {
+			s.seqUnknown.Store(true)
+		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}

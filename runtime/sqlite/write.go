@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	sqlitedriver "modernc.org/sqlite"
@@ -20,6 +21,16 @@ func isUniqueViolation(err error) bool {
 	return errors.As(err, &e) && e.Code() == sqliteConstraintUnique
 }
 
+// sqliteConstraintPrimaryKey is SQLITE_CONSTRAINT_PRIMARYKEY.
+const sqliteConstraintPrimaryKey = 1555
+
+// isKeyViolation reports a statement refused on a primary key or a
+// unique index.
+func isKeyViolation(err error) bool {
+	var e *sqlitedriver.Error
+	return errors.As(err, &e) && (e.Code() == sqliteConstraintUnique || e.Code() == sqliteConstraintPrimaryKey)
+}
+
 // tx implements runtime.Tx. Every write validates all its input and checks
 // every condition before its first statement, so a refused write leaves
 // nothing behind even if the caller goes on to commit. (A storage error
@@ -31,6 +42,12 @@ type tx struct {
 	// deferSync marks a TransactDeferSync transaction, which may record
 	// no Change; refused is set when one tried, so it never commits.
 	deferSync, refused bool
+	// acceptedSeq is the sequence of the last Event this transaction
+	// added, 0 if none; sequences holds those of the Events it added or
+	// read by identity (they never change), so linking one to Work
+	// needs no read.
+	acceptedSeq int64
+	sequences   map[string]int64
 	// leases holds the lease rows this transaction wrote, as written: the
 	// fence of a later write in it needs no read (every lease write goes
 	// through putLease).
@@ -87,6 +104,7 @@ func (t *tx) acceptEvent(env runtime.Envelope, stamp int64) (runtime.Event, bool
 	stored, err := t.EventByDelivery(env.Source, env.DeliveryID)
 	switch {
 	case err == nil:
+		t.knowSequence(stored.ID, stored.Sequence)
 		if stored.Signature != sig {
 			return runtime.Event{}, false, fmt.Errorf("%w: event %s/%s was accepted with different content",
 				runtime.ErrConflict, env.Source, env.DeliveryID)
@@ -145,6 +163,8 @@ func (t *tx) acceptEvent(env runtime.Envelope, stamp int64) (runtime.Event, bool
 	if ev.Sequence, err = res.LastInsertId(); err != nil {
 		return runtime.Event{}, false, t.execErr("accept event", err)
 	}
+	t.acceptedSeq = ev.Sequence
+	t.knowSequence(ev.ID, ev.Sequence)
 	for _, w := range ev.Works {
 		if _, err := t.q.exec(`INSERT OR IGNORE INTO event_works (work_id, sequence) VALUES (?, ?)`, w, ev.Sequence); err != nil {
 			return runtime.Event{}, false, t.execErr("accept event", err)
@@ -173,6 +193,13 @@ func normaliseSet(in []string) []string {
 	return out
 }
 
+func (t *tx) knowSequence(eventID string, seq int64) {
+	if t.sequences == nil {
+		t.sequences = map[string]int64{}
+	}
+	t.sequences[eventID] = seq
+}
+
 func (t *tx) LinkEventWork(eventID, workID string) error {
 	if err := runtime.ValidateIdentifier("event_id", eventID); err != nil {
 		return err
@@ -180,11 +207,15 @@ func (t *tx) LinkEventWork(eventID, workID string) error {
 	if err := runtime.ValidateIdentifier("work_id", workID); err != nil {
 		return err
 	}
-	ev, err := t.Event(eventID)
-	if err != nil {
-		return err
+	seq, ok := t.sequences[eventID]
+	if !ok {
+		ev, err := t.Event(eventID)
+		if err != nil {
+			return err
+		}
+		seq = ev.Sequence
 	}
-	if _, err := t.q.exec(`INSERT OR IGNORE INTO event_works (work_id, sequence) VALUES (?, ?)`, workID, ev.Sequence); err != nil {
+	if _, err := t.q.exec(`INSERT OR IGNORE INTO event_works (work_id, sequence) VALUES (?, ?)`, workID, seq); err != nil {
 		return t.execErr("link event", err)
 	}
 	return nil
@@ -251,6 +282,9 @@ func (t *tx) PutWork(w runtime.Work) (runtime.Work, error) {
 	if err := validateWork(w); err != nil {
 		return runtime.Work{}, err
 	}
+	if w.Revision == 0 {
+		return t.createWork(w)
+	}
 	stored, err := t.Work(w.ID)
 	exists := err == nil
 	if err != nil && !errors.Is(err, runtime.ErrNotFound) {
@@ -258,10 +292,6 @@ func (t *tx) PutWork(w runtime.Work) (runtime.Work, error) {
 	}
 	now := fromNanos(t.stamp())
 	switch {
-	case w.Revision == 0 && exists:
-		return runtime.Work{}, fmt.Errorf("%w: work %q already exists (revision %d)", runtime.ErrConflict, w.ID, stored.Revision)
-	case w.Revision == 0:
-		w.CreatedAt = now
 	case !exists:
 		return runtime.Work{}, fmt.Errorf("%w: work %q (revision %d)", runtime.ErrNotFound, w.ID, w.Revision)
 	case stored.Revision != w.Revision:
@@ -293,6 +323,46 @@ func (t *tx) PutWork(w runtime.Work) (runtime.Work, error) {
 		if _, err := t.q.exec(`DELETE FROM work_keys WHERE work_id = ?`, w.ID); err != nil {
 			return runtime.Work{}, t.execErr("put work", err)
 		}
+	}
+	for _, k := range w.CorrelationKeys {
+		if _, err := t.q.exec(`INSERT OR IGNORE INTO work_keys (key, work_id) VALUES (?, ?)`, k, w.ID); err != nil {
+			return runtime.Work{}, t.execErr("put work", err)
+		}
+	}
+	if err := t.logChange(runtime.Change{Kind: runtime.ChangeWork, ID: w.ID, ScopeID: w.ScopeID,
+		State: w.State, Revision: w.Revision, At: w.UpdatedAt}); err != nil {
+		return runtime.Work{}, err
+	}
+	return w, nil
+}
+
+// createWork is PutWork of a new Work (w.Revision 0, validated). Its
+// INSERT is the existence check: a Work of the ID makes it fail on the
+// key, writing nothing, and only then is the stored one read (for the
+// refusal's revision).
+func (t *tx) createWork(w runtime.Work) (runtime.Work, error) {
+	now := fromNanos(t.stamp())
+	w.Revision, w.CreatedAt, w.UpdatedAt = 1, now, now
+	w.Display, w.Context = rawJSON(w.Display), rawJSON(w.Context)
+	if len(w.CorrelationKeys) == 0 {
+		w.CorrelationKeys = nil
+	}
+	if len(w.Grants) == 0 {
+		w.Grants = nil
+	}
+	_, err := t.q.exec(`INSERT INTO works (id, scope_id, kind, binding, state, correlation_keys, display, context,
+		grants, revision, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		w.ID, w.ScopeID, w.Kind, w.Binding, string(w.State), encodeList(w.CorrelationKeys), blob(w.Display), blob(w.Context),
+		encodeList(w.Grants), w.Revision, nanos(w.CreatedAt), nanos(w.UpdatedAt))
+	if isKeyViolation(err) {
+		stored, rerr := t.Work(w.ID)
+		if rerr != nil {
+			return runtime.Work{}, rerr
+		}
+		return runtime.Work{}, fmt.Errorf("%w: work %q already exists (revision %d)", runtime.ErrConflict, w.ID, stored.Revision)
+	}
+	if err != nil {
+		return runtime.Work{}, t.execErr("put work", err)
 	}
 	for _, k := range w.CorrelationKeys {
 		if _, err := t.q.exec(`INSERT OR IGNORE INTO work_keys (key, work_id) VALUES (?, ?)`, k, w.ID); err != nil {
@@ -495,17 +565,20 @@ func (t *tx) KVCommit(b runtime.KVBatch) error {
 	if len(failed) > 0 {
 		return fmt.Errorf("%w: kv precondition failed: %w", runtime.ErrConflict, errors.Join(failed...))
 	}
-	for _, p := range b.Puts {
-		value := p.Value
-		if value == nil {
-			value = []byte{}
+	for puts := b.Puts; len(puts) > 0; {
+		n := min(len(puts), kvPutsPerStatement)
+		args := make([]any, 0, 4*n)
+		for _, p := range puts[:n] {
+			value := p.Value
+			if value == nil {
+				value = []byte{}
+			}
+			args = append(args, p.Namespace, []byte(p.Key), value, runtime.KVVersion(value))
 		}
-		_, err := t.q.exec(`INSERT INTO kv (namespace, key, value, version) VALUES (?, ?, ?, ?)
-			ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value, version = excluded.version`,
-			p.Namespace, []byte(p.Key), value, runtime.KVVersion(value))
-		if err != nil {
+		if _, err := t.q.exec(kvPutQuery(n), args...); err != nil {
 			return t.execErr("kv commit", err)
 		}
+		puts = puts[n:]
 	}
 	for _, d := range b.Deletes {
 		if _, err := t.q.exec(`DELETE FROM kv WHERE namespace = ? AND key = ?`, d.Namespace, []byte(d.Key)); err != nil {
@@ -514,6 +587,24 @@ func (t *tx) KVCommit(b runtime.KVBatch) error {
 	}
 	return nil
 }
+
+// kvPutsPerStatement is the most puts one statement writes, so a batch
+// of n puts is about n/kvPutsPerStatement statements and there are few
+// texts to prepare.
+const kvPutsPerStatement = 16
+
+var kvPutQueries [kvPutsPerStatement + 1]string
+
+func init() {
+	for n := 1; n <= kvPutsPerStatement; n++ {
+		kvPutQueries[n] = `INSERT INTO kv (namespace, key, value, version) VALUES (?, ?, ?, ?)` +
+			strings.Repeat(`, (?, ?, ?, ?)`, n-1) +
+			` ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value, version = excluded.version`
+	}
+}
+
+// kvPutQuery upserts n entries (a batch's keys are distinct: ValidateKVBatch).
+func kvPutQuery(n int) string { return kvPutQueries[n] }
 
 // Artifacts.
 
