@@ -58,51 +58,75 @@ func (e *Engine) Running(pool string) int {
 // capacity of the binding's pool, and returns the Executions it started.
 // Work held back by a retry backoff, of an unknown binding or of a full
 // pool stays pending.
+//
+// Each page of pending Work is read in a write transaction, which claims
+// the page's first startable Work as well: the writer's cache holds what
+// was just written, where a read-only snapshot starts cold after every
+// write (SQLite drops a reader's cache when the log has moved), and the
+// claim needs no check that the Work is still as read. The rest of the
+// page is claimed one transaction each, each checking the Work's revision.
 func (e *Engine) StartPending(ctx context.Context) ([]Execution, error) {
 	now := e.clock.Now()
 	var started []Execution
 	after := ""
 	for {
-		var works []Work
-		err := e.store.View(ctx, func(r ReadTx) error {
+		c := e.conf()
+		var (
+			page  []Work
+			first *claim
+		)
+		err := e.store.Transact(ctx, func(tx Tx) error {
+			first = nil
 			var err error
-			works, err = r.Works(WorkFilter{State: WorkPending, After: after, Limit: MaxPageLimit})
-			if err != nil {
+			if page, after, err = pendingPage(tx, after, now); err != nil {
 				return err
 			}
-			// Drop Work still in its retry backoff.
-			kept := works[:0]
-			for _, w := range works {
-				t, err := r.Timer(retryTimerKey(w.ID))
-				if err == nil && t.Due.After(now) {
+			for len(page) > 0 {
+				w := page[0]
+				page = page[1:]
+				pool, ok := e.reserveFor(c, w)
+				if !ok {
 					continue
 				}
-				if err != nil && !isNotFound(err) {
+				cl, err := e.claim(tx, c, w)
+				if err != nil {
+					e.release(pool)
 					return err
 				}
-				kept = append(kept, w)
+				cl.pool = pool
+				first = cl
+				return nil
 			}
-			if len(works) == MaxPageLimit {
-				after = works[len(works)-1].ID
-			} else {
-				after = ""
-			}
-			works = kept
 			return nil
 		})
 		if err != nil {
+			if first != nil {
+				e.release(first.pool) // claimed, but not committed
+			}
 			return started, err
 		}
-		for _, w := range works {
+		if first != nil {
+			started = append(started, e.begin(ctx, c, first))
+		}
+		for _, w := range page {
 			c := e.conf()
-			if _, ok := c.Bindings[w.Binding]; !ok {
+			pool, ok := e.reserveFor(c, w)
+			if !ok {
 				continue
 			}
-			pool := c.poolOf(w.Binding)
-			if !e.reserve(pool) {
-				continue
-			}
-			x, err := e.start(ctx, c, w, pool)
+			var cl *claim
+			err := e.store.Transact(ctx, func(tx Tx) error {
+				// The Work was read before this transaction: it goes
+				// running only at the revision read as pending. PutWork's
+				// revision check is that check (a revision names one
+				// content), so the Work is not read again here.
+				var err error
+				cl, err = e.claim(tx, c, w)
+				if errors.Is(err, ErrConflict) && cl == nil {
+					return errNotStarted
+				}
+				return err
+			})
 			if err != nil {
 				e.release(pool)
 				if errors.Is(err, errNotStarted) {
@@ -110,7 +134,8 @@ func (e *Engine) StartPending(ctx context.Context) ([]Execution, error) {
 				}
 				return started, err
 			}
-			started = append(started, x)
+			cl.pool = pool
+			started = append(started, e.begin(ctx, c, cl))
 		}
 		if after == "" {
 			return started, nil
@@ -118,13 +143,67 @@ func (e *Engine) StartPending(ctx context.Context) ([]Execution, error) {
 	}
 }
 
+// pendingPage reads a page of pending Work after the Work ID after, without
+// the Work still in its retry backoff at now, and the cursor of the next
+// page ("" when this one is the last).
+func pendingPage(r ReadTx, after string, now time.Time) ([]Work, string, error) {
+	if p, ok := r.(StartTx); ok {
+		works, err := p.PendingWork(after, retryTimerKey(""), now, MaxPageLimit)
+		if err != nil || len(works) < MaxPageLimit {
+			return works, "", err
+		}
+		return works, works[len(works)-1].ID, nil
+	}
+	works, err := r.Works(WorkFilter{State: WorkPending, After: after, Limit: MaxPageLimit})
+	if err != nil {
+		return nil, "", err
+	}
+	next := ""
+	if len(works) == MaxPageLimit {
+		next = works[len(works)-1].ID
+	}
+	kept := works[:0]
+	for _, w := range works {
+		t, err := r.Timer(retryTimerKey(w.ID))
+		if err == nil && t.Due.After(now) {
+			continue
+		}
+		if err != nil && !isNotFound(err) {
+			return nil, "", err
+		}
+		kept = append(kept, w)
+	}
+	return kept, next, nil
+}
+
+// reserveFor takes a slot in w's pool, if w's binding is known and the
+// pool has one free.
+func (e *Engine) reserveFor(c *engineConf, w Work) (pool string, ok bool) {
+	if _, known := c.Bindings[w.Binding]; !known {
+		return "", false
+	}
+	pool = c.poolOf(w.Binding)
+	return pool, e.reserve(pool)
+}
+
 var errNotStarted = errors.New("work changed; not started")
 
-// RunningMarkerTx is a Tx that marks a starting Execution running in one
-// fenced write, which an Execution's start uses in place of a read and a
-// PutExecution. The engine finds it with a type assertion; a Tx without
-// it (a wrapper's) takes the general path, with the same outcome.
-type RunningMarkerTx interface {
+// StartTx is a Tx with the one-statement read and writes an Execution's
+// start makes in place of the general ones: the page of startable Work,
+// the Work's move to running, the run's mark. The engine finds it with a
+// type assertion; a Tx without it (a wrapper's) takes the general path,
+// whose outcome is the same.
+type StartTx interface {
+	// PendingWork pages the pending Works by ID after the Work ID after,
+	// leaving out each whose timer under retryPrefix followed by its ID
+	// is due after now. A page is short only at the end.
+	PendingWork(after, retryPrefix string, now time.Time, limit int) ([]Work, error)
+	// SetWorkState stores w in state if the stored Work is at w.Revision,
+	// and returns the stored Work with its new revision, logging its
+	// ChangeWork as PutWork does. Only the state changes: the rest of
+	// the stored Work stays as it is. A Work at another revision is
+	// ErrConflict, an absent one ErrNotFound; either writes nothing.
+	SetWorkState(w Work, state WorkState) (Work, error)
 	// MarkRunning sets Execution executionID, when it is starting and its
 	// lease's current, unreleased epoch is epoch, to running at epoch,
 	// with recovery as its recovery metadata (nil keeps what is stored),
@@ -144,72 +223,82 @@ type attempt struct {
 	pool     string
 }
 
-// start begins one attempt: the start transaction (lease, Execution,
-// Work running, trigger chosen), then Run outside it, then the observer.
-func (e *Engine) start(ctx context.Context, c *engineConf, w Work, pool string) (Execution, error) {
+// claim is an attempt as its start transaction wrote it: the lease, the
+// Execution starting, the Work running, the inputs and trigger chosen.
+type claim struct {
+	x        Execution
+	w        Work
+	inputs   []Event
+	trigger  Event
+	previous json.RawMessage // the last attempt's recovery metadata
+	pool     string
+}
+
+// claim writes the start of an attempt at pending Work w in tx: the start
+// transaction. A Work no longer at w's revision is ErrConflict (from
+// PutWork, before anything is written) with a nil claim.
+func (e *Engine) claim(tx Tx, c *engineConf, w Work) (*claim, error) {
 	binding := c.Bindings[w.Binding]
-	executor := c.Executors[binding.Executor]
-	var (
-		x        Execution
-		inputs   []Event
-		trigger  Event
-		previous json.RawMessage // the last attempt's recovery metadata
-	)
-	err := e.store.Transact(ctx, func(tx Tx) error {
-		// The Work goes running only at the revision read as pending:
-		// PutWork's revision check is the start's check that nothing
-		// changed it since (a revision names one content), so the Work is
-		// not read again here.
-		running := w
-		running.State = WorkRunning
-		stored, err := tx.PutWork(running)
-		if errors.Is(err, ErrConflict) {
-			return errNotStarted
-		}
-		if err != nil {
-			return err
-		}
-		w = stored
-		now := e.clock.Now().UTC()
-		lease, err := tx.AcquireLease(LeaseRequest{Name: leaseName(w.ID), Holder: c.Holder, Now: now, TTL: c.LeaseTTL, Supersede: true})
-		if err != nil {
-			return err
-		}
-		prev, err := tx.Executions(w.ID)
-		if err != nil {
-			return err
-		}
-		if n := len(prev); n > 0 && prev[n-1].State == ExecutionSucceeded {
-			previous = prev[n-1].Recovery
-		}
-		var read, cursor int64
-		if _, err := kvGetJSON(tx, NamespaceScheduler, inputsKey(w.ID), &read); err != nil {
-			return err
-		}
-		cursor = read
-		inputs, err = tx.WorkEvents(w.ID, cursor, MaxPageLimit)
-		if err != nil {
-			return err
-		}
-		if len(inputs) > 0 {
-			trigger = inputs[c.trigger(w.Kind, inputs)]
-			cursor = inputs[len(inputs)-1].Sequence
-		}
-		x = Execution{
-			ID: newID("ex_"), WorkID: w.ID, Attempt: len(prev) + 1, Executor: binding.Executor,
-			Lease: lease.Name, Epoch: lease.Epoch, State: ExecutionStarting, StartedAt: now,
-		}
-		if x, err = tx.PutExecution(x); err != nil {
-			return err
-		}
-		if cursor == read {
-			return nil // no new input: an absent cursor reads as 0, as it was
-		}
-		return tx.KVCommit(KVBatch{Puts: []KVPut{kvPut(NamespaceScheduler, inputsKey(w.ID), cursor)}})
-	})
+	w, err := setWorkState(tx, w, WorkRunning)
 	if err != nil {
-		return Execution{}, err
+		return nil, err
 	}
+	cl := &claim{w: w}
+	now := e.clock.Now().UTC()
+	lease, err := tx.AcquireLease(LeaseRequest{Name: leaseName(w.ID), Holder: c.Holder, Now: now, TTL: c.LeaseTTL, Supersede: true})
+	if err != nil {
+		return cl, err
+	}
+	prev, err := tx.Executions(w.ID)
+	if err != nil {
+		return cl, err
+	}
+	if n := len(prev); n > 0 && prev[n-1].State == ExecutionSucceeded {
+		cl.previous = prev[n-1].Recovery
+	}
+	var read, cursor int64
+	if _, err := kvGetJSON(tx, NamespaceScheduler, inputsKey(w.ID), &read); err != nil {
+		return cl, err
+	}
+	cursor = read
+	if cl.inputs, err = tx.WorkEvents(w.ID, cursor, MaxPageLimit); err != nil {
+		return cl, err
+	}
+	if len(cl.inputs) > 0 {
+		cl.trigger = cl.inputs[c.trigger(w.Kind, cl.inputs)]
+		cursor = cl.inputs[len(cl.inputs)-1].Sequence
+	}
+	x := Execution{
+		ID: newID("ex_"), WorkID: w.ID, Attempt: len(prev) + 1, Executor: binding.Executor,
+		Lease: lease.Name, Epoch: lease.Epoch, State: ExecutionStarting, StartedAt: now,
+	}
+	if cl.x, err = tx.PutExecution(x); err != nil {
+		return cl, err
+	}
+	if cursor == read {
+		return cl, nil // no new input: an absent cursor reads as 0, as it was
+	}
+	return cl, tx.KVCommit(KVBatch{Puts: []KVPut{kvPut(NamespaceScheduler, inputsKey(w.ID), cursor)}})
+}
+
+// setWorkState moves w, as read at its revision, to state: in one write
+// when tx is a StartTx, else with PutWork.
+func setWorkState(tx Tx, w Work, state WorkState) (Work, error) {
+	if s, ok := tx.(StartTx); ok {
+		return s.SetWorkState(w, state)
+	}
+	w.State = state
+	return tx.PutWork(w)
+}
+
+// begin runs a committed claim: Run outside any transaction, the run
+// marked running, then the observer. It owns the claim's pool slot from
+// here on.
+func (e *Engine) begin(ctx context.Context, c *engineConf, cl *claim) Execution {
+	binding := c.Bindings[cl.w.Binding]
+	executor := c.Executors[binding.Executor]
+	x, w, pool := cl.x, cl.w, cl.pool
+	inputs, trigger, previous := cl.inputs, cl.trigger, cl.previous
 	a := &attempt{exec: x, work: w, binding: binding, executor: executor, pool: pool}
 	// The attempt is observed from here on, so Drain waits for it even
 	// while Run is still being called.
@@ -220,7 +309,7 @@ func (e *Engine) start(ctx context.Context, c *engineConf, w Work, pool string) 
 			defer e.observers.Done()
 			e.settle(a, RunResult{State: ExecutionFailed, Error: err.Error()})
 		}()
-		return x, nil
+		return x
 	}
 	var markedRunning atomic.Pointer[Execution]
 	req := RunRequest{
@@ -246,7 +335,7 @@ func (e *Engine) start(ctx context.Context, c *engineConf, w Work, pool string) 
 			defer e.observers.Done()
 			e.settle(a, RunResult{State: ExecutionFailed, Error: "run: " + err.Error()})
 		}()
-		return x, nil
+		return x
 	}
 	if running := markedRunning.Load(); running != nil {
 		// The run's recovery metadata marked it running already, in the
@@ -269,7 +358,7 @@ func (e *Engine) start(ctx context.Context, c *engineConf, w Work, pool string) 
 		defer e.observers.Done()
 		e.observe(a, handle, o)
 	}()
-	return x, nil
+	return x
 }
 
 // trigger asks the Work kind's policy which input triggers the attempt,
@@ -299,7 +388,7 @@ func (e *Engine) persister(executionID string, epoch int64) RecoveryPersister {
 // markRunning marks a starting execution running, fenced by epoch, and
 // returns it; nil when it is no longer starting.
 func markRunning(tx Tx, executionID string, epoch int64) (*Execution, error) {
-	if m, ok := tx.(RunningMarkerTx); ok {
+	if m, ok := tx.(StartTx); ok {
 		x, marked, err := m.MarkRunning(executionID, epoch, nil) // nil: keeps the metadata
 		if err != nil {
 			return nil, err
@@ -344,7 +433,7 @@ func (e *Engine) startPersister(x Execution, running *atomic.Pointer[Execution])
 			marked = nil
 			if running.Load() == nil {
 				// The first persist: metadata and state in one fenced write.
-				if m, ok := tx.(RunningMarkerTx); ok {
+				if m, ok := tx.(StartTx); ok {
 					replace := metadata
 					if replace == nil {
 						replace = json.RawMessage{} // stored as none, not kept

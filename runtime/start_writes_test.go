@@ -59,7 +59,7 @@ func (quietExecutor) Run(context.Context, runtime.RunRequest) (runtime.RunHandle
 // was three synced writes (start, persist, mark running), then two.
 //
 // It holds on both paths of the mark: the store's one fenced UPDATE
-// (runtime.RunningMarkerTx) and, for a Tx without it, reading and putting
+// (runtime.StartTx) and, for a Tx without it, reading and putting
 // the Execution.
 func TestExecutionStartWrites(t *testing.T) {
 	for _, path := range []string{"marker", "general path"} {
@@ -115,7 +115,7 @@ func testExecutionStartWrites(t *testing.T, marker bool, exec runtime.Executor) 
 }
 
 // markerHidingStore gives its transactions a Tx without the store's
-// RunningMarkerTx, as a wrapper that embeds runtime.Tx does, so the
+// StartTx, as a wrapper that embeds runtime.Tx does, so the
 // engine takes the general path.
 type markerHidingStore struct{ runtime.Store }
 

@@ -135,6 +135,12 @@ func (t *journalingTx) PutExecution(x runtime.Execution) (runtime.Execution, err
 	if err != nil {
 		return x, err
 	}
+	t.note(x)
+	return x, nil
+}
+
+// note records x as written by this transaction.
+func (t *journalingTx) note(x runtime.Execution) {
 	xc := client.ExecutionChange{ID: x.ID, WorkID: x.WorkID, Attempt: x.Attempt, Executor: x.Executor, Epoch: x.Epoch,
 		State: string(x.State), Error: x.Error, At: x.UpdatedAt}
 	if w, err := t.Work(x.WorkID); err == nil {
@@ -142,5 +148,4 @@ func (t *journalingTx) PutExecution(x runtime.Execution) (runtime.Execution, err
 	}
 	seq, _ := t.LatestChange()
 	t.written = append(t.written, client.Change{Seq: seq, Kind: client.ChangeExecution, Execution: &xc})
-	return x, nil
 }

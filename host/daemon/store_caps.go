@@ -57,10 +57,36 @@ func (t preAcceptTx) AcceptEventAt(env runtime.Envelope, at time.Time) (runtime.
 	return t.under.AcceptEventAt(env, at)
 }
 
+// startingTx is a preAcceptTx over a runtime.StartTx as well; the run a
+// MarkRunning marks is journaled as a PutExecution's is.
+type startingTx struct {
+	preAcceptTx
+	start runtime.StartTx
+}
+
+func (t startingTx) PendingWork(after, retryPrefix string, now time.Time, limit int) ([]runtime.Work, error) {
+	return t.start.PendingWork(after, retryPrefix, now, limit)
+}
+
+func (t startingTx) SetWorkState(w runtime.Work, state runtime.WorkState) (runtime.Work, error) {
+	return t.start.SetWorkState(w, state)
+}
+
+func (t startingTx) MarkRunning(executionID string, epoch int64, recovery []byte) (runtime.Execution, bool, error) {
+	x, marked, err := t.start.MarkRunning(executionID, epoch, recovery)
+	if err == nil && marked {
+		t.note(x)
+	}
+	return x, marked, err
+}
+
 // wrapTx gives fn a journalingTx with the PreAcceptTx capability when tx
-// has it.
+// has it, and the StartTx one when it has both (the SQLite store's).
 func wrapTx(tx runtime.Tx, jt *journalingTx) runtime.Tx {
 	if p, ok := tx.(runtime.PreAcceptTx); ok {
+		if st, ok := tx.(runtime.StartTx); ok {
+			return startingTx{preAcceptTx{jt, p}, st}
+		}
 		return preAcceptTx{jt, p}
 	}
 	return jt

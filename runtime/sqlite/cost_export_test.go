@@ -63,3 +63,15 @@ func checkpoint(ctx context.Context, s *Store, mode string, mustEmpty bool) erro
 // MigrationsBefore is the SQL of the migrations before the n-th (1-based),
 // to make a database as an older build left it.
 func MigrationsBefore(n int) []string { return migrations[:n-1] }
+
+// HoldFlush keeps the store's deferred-sync flush from running until the
+// returned release is called (the flush waits for its lock), so a test can
+// look at Unsynced without the flush racing it. Only TransactDeferSync
+// and Close wait for it too.
+func HoldFlush(s *Store) (release func()) {
+	s.flushMu.Lock()
+	return s.flushMu.Unlock
+}
+
+// PendingWorkQuery is PendingWork's query, whose plan a test checks.
+const PendingWorkQuery = qPendingWork

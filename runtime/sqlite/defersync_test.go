@@ -126,3 +126,27 @@ func TestDeferredSyncIsCoveredByTheNextSyncedCommit(t *testing.T) {
 	assert.False(t, s.Unsynced(), "Sync syncs")
 	require.NoError(t, s.Sync(ctx), "nothing to sync")
 }
+
+// A transaction that changes no row commits without writing the log, so it
+// syncs nothing and covers no deferred commit before it: that one stays
+// unsynced (for the next synced write or the store's flush) until a
+// commit that wrote something. Before, any commit counted.
+func TestACommitThatChangesNothingCoversNoDeferredCommit(t *testing.T) {
+	s := openStore(t, t.TempDir())
+	ctx := t.Context()
+	require.NoError(t, s.TransactDeferSync(ctx, putKV("a", "1")))
+	release := sqlite.HoldFlush(s)
+	defer release()
+	require.True(t, s.Unsynced())
+	require.NoError(t, s.Transact(ctx, func(tx runtime.Tx) error {
+		_, _, err := tx.KVGet("ns", "a")
+		return err
+	}))
+	assert.True(t, s.Unsynced(), "after a transaction that only read")
+	require.NoError(t, s.Transact(ctx, func(tx runtime.Tx) error {
+		return tx.KVCommit(runtime.KVBatch{Deletes: []runtime.KVKey{{Namespace: "ns", Key: "absent"}}})
+	}))
+	assert.True(t, s.Unsynced(), "after a delete that found nothing")
+	require.NoError(t, s.Transact(ctx, putKV("b", "1")))
+	assert.False(t, s.Unsynced(), "a commit that wrote a row synced the log")
+}

@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/open-conduit/open-conduit/runtime"
@@ -14,7 +15,7 @@ import (
 // condition is in its statement's WHERE where one statement can hold it,
 // and what a write stores is returned from what it wrote, not read back.
 
-var _ runtime.RunningMarkerTx = (*tx)(nil)
+var _ runtime.StartTx = (*tx)(nil)
 
 // Leases.
 
@@ -53,6 +54,7 @@ func (t *tx) AcquireLease(req runtime.LeaseRequest) (runtime.Lease, error) {
 	case err != nil:
 		return runtime.Lease{}, t.execErr("acquire lease", err)
 	}
+	t.q.wrote = true
 	t.wroteLease(l)
 	return l, nil
 }
@@ -220,7 +222,7 @@ func utc(t time.Time) time.Time {
 	return t.UTC()
 }
 
-// MarkRunning implements runtime.RunningMarkerTx: one UPDATE whose WHERE
+// MarkRunning implements runtime.StartTx: one UPDATE whose WHERE
 // is the state check and the fence, returning the row it wrote.
 func (t *tx) MarkRunning(executionID string, epoch int64, recovery []byte) (runtime.Execution, bool, error) {
 	if err := runtime.ValidateIdentifier("execution id", executionID); err != nil {
@@ -248,6 +250,7 @@ func (t *tx) MarkRunning(executionID string, epoch int64, recovery []byte) (runt
 	if err != nil {
 		return runtime.Execution{}, false, t.execErr("mark running", err)
 	}
+	t.q.wrote = true
 	return x, true, nil
 }
 
@@ -272,3 +275,64 @@ func (t *tx) PersistRecovery(executionID string, epoch int64, recovery []byte) e
 	}
 	return nil
 }
+
+// workReturning is workCols for a RETURNING clause, which names no alias.
+var workReturning = strings.ReplaceAll(workCols, "w.", "")
+
+// SetWorkState implements runtime.StartTx: one UPDATE of the state, the
+// revision and the update time, whose WHERE is the revision check. Only
+// the state index changes (PutWork rewrites every column, and so its scope
+// index entry too), and nothing is read unless the check refuses.
+func (t *tx) SetWorkState(w runtime.Work, state runtime.WorkState) (runtime.Work, error) {
+	if err := t.refuseChange(); err != nil {
+		return runtime.Work{}, err
+	}
+	if err := runtime.ValidateIdentifier("work id", w.ID); err != nil {
+		return runtime.Work{}, err
+	}
+	if !state.Valid() {
+		return runtime.Work{}, fmt.Errorf("%w: work %q has unknown state %q", runtime.ErrInvalid, w.ID, state)
+	}
+	if w.Revision <= 0 {
+		return runtime.Work{}, fmt.Errorf("%w: work %q: a state change needs the stored revision, not %d", runtime.ErrInvalid, w.ID, w.Revision)
+	}
+	row, err := t.q.row(`UPDATE works SET state = ?, revision = revision + 1, updated_at = ?
+		WHERE id = ? AND revision = ? RETURNING `+workReturning, string(state), t.stamp(), w.ID, w.Revision)
+	if err != nil {
+		return runtime.Work{}, t.execErr("set work state", err)
+	}
+	stored, err := scanWork(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		// Refused: read the Work to say why, as PutWork does.
+		cur, err := t.Work(w.ID)
+		if errors.Is(err, runtime.ErrNotFound) {
+			return runtime.Work{}, fmt.Errorf("%w: work %q (revision %d)", runtime.ErrNotFound, w.ID, w.Revision)
+		}
+		if err != nil {
+			return runtime.Work{}, err
+		}
+		return runtime.Work{}, fmt.Errorf("%w: work %q is at revision %d, not %d", runtime.ErrConflict, w.ID, cur.Revision, w.Revision)
+	}
+	if err != nil {
+		return runtime.Work{}, t.execErr("set work state", err)
+	}
+	t.q.wrote = true
+	if err := t.logChange(runtime.Change{Kind: runtime.ChangeWork, ID: stored.ID, ScopeID: stored.ScopeID,
+		State: stored.State, Revision: stored.Revision, At: stored.UpdatedAt}); err != nil {
+		return runtime.Work{}, err
+	}
+	return stored, nil
+}
+
+// PendingWork implements runtime.StartTx: one read that leaves
+// the held-back Work out with a join on the timers' key, where a page of
+// Works and a timer read for each would take a statement per Work.
+func (r *reader) PendingWork(after, retryPrefix string, now time.Time, limit int) ([]runtime.Work, error) {
+	return list(r, scanWork, "pending works", qPendingWork,
+		retryPrefix, string(runtime.WorkPending), after, now.UnixNano(), pageLimit(limit))
+}
+
+const qPendingWork = `SELECT ` + workCols + ` FROM works w
+	LEFT JOIN timers t ON t.key = ? || w.id
+	WHERE w.state = ? AND w.id > ? AND (t.key IS NULL OR t.due <= ?)
+	ORDER BY w.id LIMIT ?`

@@ -3,6 +3,8 @@ package sqlite_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -121,7 +123,7 @@ func TestMarkRunningAgreesWithReadingAndPutting(t *testing.T) {
 			)
 			require.NoError(t, fast.Transact(t.Context(), func(tx runtime.Tx) error {
 				var err error
-				fastX, fastMarked, err = tx.(runtime.RunningMarkerTx).MarkRunning(c.id, c.epoch, c.recovery)
+				fastX, fastMarked, err = tx.(runtime.StartTx).MarkRunning(c.id, c.epoch, c.recovery)
 				return err
 			}))
 			require.NoError(t, general.Transact(t.Context(), func(tx runtime.Tx) error {
@@ -161,7 +163,7 @@ func TestMarkRunningRefusesInvalidMetadata(t *testing.T) {
 	}))
 	for name, doc := range map[string]string{"duplicate key": `{"a":1,"a":2}`, "not JSON": `{"a":`, "invalid UTF-8": "\"\xff\""} {
 		err := s.Transact(ctx, func(tx runtime.Tx) error {
-			_, _, err := tx.(runtime.RunningMarkerTx).MarkRunning("x-1", 1, []byte(doc))
+			_, _, err := tx.(runtime.StartTx).MarkRunning("x-1", 1, []byte(doc))
 			return err
 		})
 		assert.ErrorIs(t, err, runtime.ErrInvalid, name)
@@ -286,4 +288,209 @@ func TestPutExecutionKeepsItsWork(t *testing.T) {
 		assert.Equal(t, runtime.ExecutionRunning, x.State)
 		return err
 	}))
+}
+
+// SetWorkState's one UPDATE stores what PutWork of the same Work in the
+// new state stores (the row, its keys, the change logged), and refuses
+// what PutWork refuses, writing nothing.
+func TestSetWorkStateAgreesWithPutWork(t *testing.T) {
+	base := runtime.Work{ID: "w-1", ScopeID: "s1", Kind: "task", Binding: "b", State: runtime.WorkPending,
+		CorrelationKeys: []string{"k1", "k2"}, Display: json.RawMessage(`{"title":"t"}`),
+		Context: json.RawMessage(`{"c":1}`), Grants: []string{"g"}}
+	type outcome struct {
+		work    runtime.Work
+		err     error
+		stored  runtime.Work
+		byKey   []runtime.Work
+		changes []runtime.Change
+	}
+	run := func(t *testing.T, put bool, id string, revision int64) outcome {
+		s := fixedStore(t)
+		ctx := t.Context()
+		var stored runtime.Work
+		require.NoError(t, s.Transact(ctx, func(tx runtime.Tx) error {
+			var err error
+			if stored, err = tx.PutWork(base); err != nil {
+				return err
+			}
+			stored, err = tx.PutWork(stored) // revision 2
+			return err
+		}))
+		w := stored
+		w.ID, w.Revision = id, revision
+		var o outcome
+		o.err = s.Transact(ctx, func(tx runtime.Tx) error {
+			var err error
+			if put {
+				next := w
+				next.State = runtime.WorkRunning
+				o.work, err = tx.PutWork(next)
+			} else {
+				o.work, err = tx.(runtime.StartTx).SetWorkState(w, runtime.WorkRunning)
+			}
+			return err
+		})
+		require.NoError(t, s.View(ctx, func(r runtime.ReadTx) error {
+			var err error
+			if o.stored, err = r.Work("w-1"); err != nil {
+				return err
+			}
+			if o.byKey, err = r.Works(runtime.WorkFilter{CorrelationKey: "k2"}); err != nil {
+				return err
+			}
+			o.changes, err = r.Changes(0, 100)
+			return err
+		}))
+		return o
+	}
+	for name, c := range map[string]struct {
+		id       string
+		revision int64
+		want     error
+	}{
+		"at its revision":      {"w-1", 2, nil},
+		"at an older revision": {"w-1", 1, runtime.ErrConflict},
+		"at a later revision":  {"w-1", 3, runtime.ErrConflict},
+		"absent":               {"w-2", 2, runtime.ErrNotFound},
+	} {
+		t.Run(name, func(t *testing.T) {
+			put, set := run(t, true, c.id, c.revision), run(t, false, c.id, c.revision)
+			if c.want != nil {
+				require.ErrorIs(t, put.err, c.want, "PutWork (the case's premise)")
+				require.ErrorIs(t, set.err, c.want)
+			} else {
+				require.NoError(t, put.err)
+				require.NoError(t, set.err)
+				assert.Equal(t, runtime.WorkRunning, set.work.State)
+				assert.Equal(t, int64(3), set.work.Revision)
+			}
+			assert.Equal(t, put.work, set.work, "returned")
+			assert.Equal(t, put.stored, set.stored, "stored")
+			assert.Equal(t, put.byKey, set.byKey, "found by its key")
+			assert.Equal(t, put.changes, set.changes, "the change log")
+		})
+	}
+}
+
+// A state change is a Change, so a deferred-sync transaction refuses it
+// and commits nothing, as it refuses PutWork.
+func TestSetWorkStateIsRefusedUnsynced(t *testing.T) {
+	s := fixedStore(t)
+	ctx := t.Context()
+	var w runtime.Work
+	require.NoError(t, s.Transact(ctx, func(tx runtime.Tx) error {
+		var err error
+		w, err = tx.PutWork(runtime.Work{ID: "w-1", State: runtime.WorkPending})
+		return err
+	}))
+	err := s.TransactDeferSync(ctx, func(tx runtime.Tx) error {
+		_, err := tx.(runtime.StartTx).SetWorkState(w, runtime.WorkRunning)
+		return err
+	})
+	require.ErrorIs(t, err, runtime.ErrInvalid)
+	require.NoError(t, s.View(ctx, func(r runtime.ReadTx) error {
+		stored, err := r.Work("w-1")
+		assert.Equal(t, w, stored, "nothing written")
+		return err
+	}))
+}
+
+// PendingWork's one read finds, page by page, the Work that paging the
+// pending Work and reading each one's retry timer finds: pending, not held
+// back by a retry timer due after now (a timer due at now or before, or
+// one under another prefix, holds nothing back).
+func TestPendingWorkAgreesWithReadingEachTimer(t *testing.T) {
+	s := fixedStore(t)
+	ctx := t.Context()
+	now := leaseT0
+	const prefix = "retry/"
+	require.NoError(t, s.Transact(ctx, func(tx runtime.Tx) error {
+		for i := range 40 {
+			id := fmt.Sprintf("w-%02d", i)
+			state := runtime.WorkPending
+			if i%5 == 4 {
+				state = runtime.WorkRunning
+			}
+			if _, err := tx.PutWork(runtime.Work{ID: id, State: state}); err != nil {
+				return err
+			}
+			due := map[int]time.Duration{0: time.Minute, 1: -time.Minute, 2: 0, 3: time.Second}[i%7]
+			key := prefix + id
+			if i%11 == 10 {
+				key = "other/" + id
+			}
+			if i%7 < 4 {
+				if _, err := tx.ArmTimer(runtime.Timer{Key: key, WorkID: id, Kind: "retry", Due: now.Add(due)}); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}))
+	var byTimers, joined []string
+	require.NoError(t, s.View(ctx, func(r runtime.ReadTx) error {
+		for after := ""; ; {
+			page, err := r.Works(runtime.WorkFilter{State: runtime.WorkPending, After: after, Limit: 7})
+			if err != nil {
+				return err
+			}
+			for _, w := range page {
+				tm, err := r.Timer(prefix + w.ID)
+				if err == nil && tm.Due.After(now) {
+					continue
+				}
+				if err != nil && !errors.Is(err, runtime.ErrNotFound) {
+					return err
+				}
+				byTimers = append(byTimers, w.ID)
+			}
+			if len(page) < 7 {
+				break
+			}
+			after = page[len(page)-1].ID
+		}
+		for after := ""; ; {
+			page, err := r.(interface {
+				PendingWork(string, string, time.Time, int) ([]runtime.Work, error)
+			}).PendingWork(after, prefix, now, 7)
+			if err != nil {
+				return err
+			}
+			for _, w := range page {
+				assert.Equal(t, runtime.WorkPending, w.State)
+				joined = append(joined, w.ID)
+			}
+			if len(page) < 7 {
+				break
+			}
+			after = page[len(page)-1].ID
+		}
+		return nil
+	}))
+	assert.Equal(t, byTimers, joined)
+	assert.NotEmpty(t, joined)
+	assert.Less(t, len(joined), 32, "some pending Work is held back (the case's premise)")
+}
+
+// The read costs the pending Work it pages: it seeks the state index and
+// looks each Work's timer up by key, never scanning a table or sorting.
+func TestPendingWorkSeeksItsIndexes(t *testing.T) {
+	dir := t.TempDir()
+	openStore(t, dir)
+	rows, err := rawDB(t, dir).Query(`EXPLAIN QUERY PLAN `+sqlite.PendingWorkQuery, "retry/", "pending", "", int64(0), 500)
+	require.NoError(t, err)
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		require.NoError(t, rows.Scan(&id, &parent, &unused, &detail))
+		plan = append(plan, detail)
+	}
+	require.NoError(t, rows.Err())
+	joined := strings.Join(plan, "\n")
+	assert.Contains(t, joined, "SEARCH w USING INDEX works_by_state (state=? AND id>?)", joined)
+	assert.Contains(t, joined, "SEARCH t USING INDEX sqlite_autoindex_timers_1 (key=?)", joined)
+	assert.NotContains(t, joined, "SCAN", joined)
+	assert.NotContains(t, joined, "TEMP B-TREE", joined)
 }

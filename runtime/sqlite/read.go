@@ -18,6 +18,9 @@ type querier struct {
 	tx    *sql.Tx
 	cache *stmtCache
 	done  bool
+	// wrote is set once a statement changed a row: only then does the
+	// commit write (and sync) the log.
+	wrote bool
 }
 
 var errTxDone = fmt.Errorf("%w: the transaction has finished", runtime.ErrInvalid)
@@ -42,10 +45,16 @@ func (q *querier) row(query string, args ...any) (*sql.Row, error) {
 	return q.tx.QueryRowContext(q.ctx, query, args...), nil
 }
 
-func (q *querier) exec(query string, args ...any) (sql.Result, error) {
+func (q *querier) exec(query string, args ...any) (res sql.Result, err error) {
 	if q.done {
 		return nil, errTxDone
 	}
+	defer func() {
+		if err == nil && !q.wrote {
+			n, nerr := res.RowsAffected()
+			q.wrote = nerr != nil || n > 0 // unknown counts as written
+		}
+	}()
 	if st := q.cache.get(query); st != nil {
 		return q.tx.StmtContext(q.ctx, st).ExecContext(q.ctx, args...)
 	}

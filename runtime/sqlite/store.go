@@ -250,8 +250,12 @@ func (s *Store) Transact(ctx context.Context, fn func(runtime.Tx) error) (err er
 		return fmt.Errorf("sqlite: begin: %w", err)
 	}
 	covers := s.deferredGen.Load() // the writer is ours: no deferred commit is under way
-	if err := s.run(ctx, sqlTx, fn, false); err != nil {
+	var t *tx
+	if err := s.run(ctx, sqlTx, func(rt runtime.Tx) error { t = rt.(*tx); return fn(rt) }, false); err != nil {
 		return err
+	}
+	if !t.q.wrote {
+		return nil // a commit that changed nothing wrote and synced nothing
 	}
 	for {
 		synced := s.syncedGen.Load()
