@@ -21,8 +21,8 @@ import (
 // Conn on the reader (the transport alone), in the same run. The ratio of
 // the two is what the SDK's dispatch adds to the transport; one CPU
 // profile covers both ends (go test -bench OperationCallEcho -cpuprofile).
-// sdk-eager starts operation.call on the reader as well, for the ratio
-// that decided against it in one run.
+// sdk serves operation.call as ServeConn does, started on the reader;
+// sdk-goroutine hands it to a goroutine at once, as the SDK did before.
 func BenchmarkOperationCallEcho(b *testing.B) {
 	input := json.RawMessage(`{"seq":1,"text":"hello, extension \u00e9\"\\\n"}`)
 	pipes := func(b *testing.B) (hostR, hostW, extR, extW *os.File) {
@@ -77,10 +77,8 @@ func BenchmarkOperationCallEcho(b *testing.B) {
 		reportCPU(b, cpu)
 	}
 	b.Run("sdk", sdkEcho)
-	// sdk-eager starts operation.call on the reader too (Options.Eager),
-	// the alternative the SDK measured and left out.
-	b.Run("sdk-eager", func(b *testing.B) {
-		b.Cleanup(sdk.SetEagerServing("all"))
+	b.Run("sdk-goroutine", func(b *testing.B) {
+		b.Cleanup(sdk.SetEagerServing("none"))
 		sdkEcho(b)
 	})
 }

@@ -17,8 +17,8 @@ import (
 
 func init() {
 	// demo-eager serves the demo with every request started on the
-	// reader (jsonrpc.Options.Eager), the alternative the SDK measured
-	// and left out.
+	// reader (jsonrpc.Options.Eager), task.run included, which the SDK
+	// hands to a goroutine.
 	children["demo-eager"] = func() {
 		sdk.SetEagerServing("all")
 		ext := (&demo{}).extension()
@@ -28,8 +28,9 @@ func init() {
 			os.Exit(1)
 		}
 	}
-	// demo-blocking serves the demo as Serve did before its stdio went on
-	// the poller: ServeConn over os.Stdin, read in blocking system calls.
+	// demo-blocking serves the demo over os.Stdin and os.Stdout, both
+	// blocking (Serve reads stdin blocking and writes stdout through the
+	// poller).
 	children["demo-blocking"] = func() {
 		ext := (&demo{}).extension()
 		ext.Logf = nil
@@ -42,8 +43,8 @@ func init() {
 }
 
 // BenchmarkServeRoundTrip measures one host call to an SDK extension in a
-// child process, in the same run: over blocking stdio and over the poller
-// (Serve), and with every request started on the reader (demo-eager),
+// child process, in the same run: over blocking stdio and as Serve serves
+// (demo), and with every request started on the reader (demo-eager),
 // for a Func (task.run, in a goroutine under demo) and a PureFunc
 // (validate, on the reader under both).
 func BenchmarkServeRoundTrip(b *testing.B) {
