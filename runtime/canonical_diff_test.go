@@ -126,3 +126,15 @@ func BenchmarkValidateEnvelope(b *testing.B) {
 		})
 	}
 }
+
+// A payload over the bound is refused as too large, as before, whether or
+// not it is valid JSON (the fuzz target never reaches the bound).
+func TestValidateEnvelopeRefusesAnOversizedPayloadAsTheOld(t *testing.T) {
+	for _, payload := range []string{`"` + strings.Repeat("x", MaxPayloadBytes) + `"`, strings.Repeat("[", MaxPayloadBytes+1)} {
+		env := Envelope{Source: "s", DeliveryID: "d", Payload: []byte(payload)}
+		_, gotErr := ValidateEnvelope(env)
+		_, wantErr := oldValidateEnvelope(env)
+		require.ErrorIs(t, gotErr, ErrTooLarge)
+		assert.Equal(t, wantErr.Error(), gotErr.Error())
+	}
+}
