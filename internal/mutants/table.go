@@ -454,7 +454,7 @@ var sdkMutants = []Mutant{
 	{
 		Name: "sdk/cancel-not-propagated", Package: "notes", Caught: "cancellation/honoured",
 		Breaks: "a $/cancel for an in-flight request stops its handler",
-		Edits:  []Edit{edit(sdkServer, "\tctx, cancel := context.WithCancel(ctx)\n\tc := &inflightCall{", "\tctx, cancel := context.WithCancel(context.WithoutCancel(ctx))\n\tc := &inflightCall{")},
+		Edits:  []Edit{edit(sdkServer, "\tc := &inflightCall{parent: ctx}\n", "\tc := &inflightCall{parent: context.WithoutCancel(ctx)}\n")},
 	},
 	{
 		// notes checks the schema again itself, which would hide the SDK's
@@ -503,7 +503,7 @@ var sdkMutants = []Mutant{
 	{
 		Name: "sdk/no-inflight-bound", Package: "notes", Caught: "flow/overloaded",
 		Breaks: "a side serves at most 64 requests at once and answers the rest overloaded",
-		Edits:  []Edit{edit(sdkServe, "MaxInflight: maxInflight,", "MaxInflight: 1 << 20,")},
+		Edits:  []Edit{edit(sdkServe, "MaxInflight:   maxInflight,", "MaxInflight:   1 << 20,")},
 	},
 	{
 		Name: "sdk/once-foreign-namespace", Package: "notes", Caught: "kv/scoping",
