@@ -3,6 +3,7 @@ package jsonrpc_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"testing"
 
@@ -47,6 +48,8 @@ func TestAppenderParams(t *testing.T) {
 		err := client.Call(t.Context(), "take", bad, nil)
 		assert.Error(t, err, name)
 		assert.NotErrorIs(t, err, jsonrpc.ErrTransport, name)
+		var answered *jsonrpc.Error
+		assert.False(t, errors.As(err, &answered), "%s: refused here, not by the peer: %v", name, err)
 	}
 
 	// The protocol's chunk params arrive as json.Marshal would have sent them.
