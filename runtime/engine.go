@@ -193,6 +193,10 @@ type Engine struct {
 	// prediction (pushroute.go); a routing pass with nothing after it
 	// reads nothing (routedThroughCommitted).
 	routedTail atomic.Int64
+	// cursorCurrent is set once the routing cursor is known to live under
+	// routingCursorKey (no legacy key to drop), so a routed push need not
+	// read it (pushroute.go).
+	cursorCurrent atomic.Bool
 
 	observers sync.WaitGroup
 	// adopting counts the adoptions whose recovery is still under way.

@@ -59,16 +59,16 @@ func (e *Engine) decideBeforeAccept(ctx context.Context, envs []Envelope) *preRo
 		}
 	}
 	if latest < 0 {
-		var cursor int64
+		var cursor routingCursor
 		err := e.store.View(ctx, func(r ReadTx) error {
 			var err error
 			if latest, err = r.LatestSequence(); err != nil {
 				return err
 			}
-			_, err = kvGetJSON(r, NamespaceRouting, routingCursorKey, &cursor)
+			cursor, err = e.readCursor(r)
 			return err
 		})
-		if err != nil || cursor != latest {
+		if err != nil || cursor.at != latest {
 			return nil // Events are waiting for routing, and go first
 		}
 	}
@@ -156,11 +156,17 @@ func (e *Engine) acceptRouted(ctx context.Context, envs []Envelope, p *preRoute)
 		if err != nil {
 			return err
 		}
-		var cursor int64
-		if _, err := kvGetJSON(tx, NamespaceRouting, routingCursorKey, &cursor); err != nil {
-			return err
+		// The cursor is at least p.latest (this engine committed it there,
+		// or read it there, and it only moves forward) and at most the
+		// log's end: so it is p.latest when the log still ends there,
+		// and needs reading only to find a legacy key to drop.
+		cursor := routingCursor{at: p.latest}
+		if !e.cursorCurrent.Load() {
+			if cursor, err = e.readCursor(tx); err != nil {
+				return err
+			}
 		}
-		routable := latest == p.latest && cursor == p.latest
+		routable := latest == p.latest && cursor.at == p.latest
 		for i, env := range envs {
 			var (
 				ev    Event

@@ -34,9 +34,46 @@ type RouteRecord struct {
 	DisplayRefused string `json:"display_refused,omitempty"`
 }
 
-const routingCursorKey = "cursor"
+// NamespaceRouting's layout: each Event's RouteRecord under its sequence
+// and the cursor after them all, so a routing commit writes at the end of
+// the KV b-tree (the newest record and the cursor share its last page)
+// rather than at a random place in it, where inserts split and rebalance
+// pages. A store routed before this layout keeps its records under their
+// Event IDs and its cursor under legacyCursorKey: both are read when the
+// new key is absent, and the first commit that writes the new cursor
+// drops the old one.
+var routingCursorKey = keyJoin("routed", "through")
 
-func routeRecordKey(eventID string) string { return keyJoin("route", eventID) }
+const legacyCursorKey = "cursor"
+
+// routeRecordKey is the key of the RouteRecord of the Event at seq: fixed
+// width, so byte order is sequence order, and below routingCursorKey.
+func routeRecordKey(seq int64) string { return keyJoin("routed", fmt.Sprintf("%020d", seq)) }
+
+func legacyRouteRecordKey(eventID string) string { return keyJoin("route", eventID) }
+
+// routingCursor is the routing cursor as a transaction read it.
+type routingCursor struct {
+	at     int64
+	legacy bool // read from legacyCursorKey: the next write drops that key
+}
+
+// readCursor reads the routing cursor (0 before the first routing).
+func (e *Engine) readCursor(r ReadTx) (routingCursor, error) {
+	var c routingCursor
+	found, err := kvGetJSON(r, NamespaceRouting, routingCursorKey, &c.at)
+	if err != nil || found {
+		if found {
+			e.cursorCurrent.Store(true)
+		}
+		return c, err
+	}
+	c.legacy, err = kvGetJSON(r, NamespaceRouting, legacyCursorKey, &c.at)
+	if err == nil && !c.legacy {
+		e.cursorCurrent.Store(true) // no cursor yet: the first is written under the new key
+	}
+	return c, err
+}
 
 // maxRouteRetries bounds how often one Event's routing is decided again
 // after revision conflicts before the pass gives up (and retries later).
@@ -44,12 +81,13 @@ const maxRouteRetries = 8
 
 // RoutingCursor is the sequence of the last routed Event.
 func (e *Engine) RoutingCursor(ctx context.Context) (int64, error) {
-	var cursor int64
+	var c routingCursor
 	err := e.store.View(ctx, func(r ReadTx) error {
-		_, err := kvGetJSON(r, NamespaceRouting, routingCursorKey, &cursor)
+		var err error
+		c, err = e.readCursor(r)
 		return err
 	})
-	return cursor, err
+	return c.at, err
 }
 
 // RouteRecordOf reads the route record of an Event; ErrNotFound if it has
@@ -57,7 +95,17 @@ func (e *Engine) RoutingCursor(ctx context.Context) (int64, error) {
 func (e *Engine) RouteRecordOf(ctx context.Context, eventID string) (RouteRecord, error) {
 	var rec RouteRecord
 	err := e.store.View(ctx, func(r ReadTx) error {
-		found, err := kvGetJSON(r, NamespaceRouting, routeRecordKey(eventID), &rec)
+		ev, err := r.Event(eventID)
+		if isNotFound(err) {
+			return fmt.Errorf("%w: event %q has no route record", ErrNotFound, eventID)
+		}
+		if err != nil {
+			return err
+		}
+		found, err := kvGetJSON(r, NamespaceRouting, routeRecordKey(ev.Sequence), &rec)
+		if err == nil && !found {
+			found, err = kvGetJSON(r, NamespaceRouting, legacyRouteRecordKey(eventID), &rec)
+		}
 		if err == nil && !found {
 			err = fmt.Errorf("%w: event %q has no route record", ErrNotFound, eventID)
 		}
@@ -82,10 +130,11 @@ func (e *Engine) RoutePending(ctx context.Context) (int, error) {
 		events []Event
 	)
 	err := e.store.View(ctx, func(r ReadTx) error {
-		if _, err := kvGetJSON(r, NamespaceRouting, routingCursorKey, &cursor); err != nil {
+		c, err := e.readCursor(r)
+		if err != nil {
 			return err
 		}
-		var err error
+		cursor = c.at
 		events, err = r.Events(cursor, DefaultPageLimit)
 		return err
 	})
@@ -116,8 +165,8 @@ func (e *Engine) RoutePending(ctx context.Context) (int, error) {
 		if len(batch) > 0 {
 			err := e.store.Transact(ctx, func(tx Tx) error {
 				applied = 0
-				var cursor int64
-				if _, err := kvGetJSON(tx, NamespaceRouting, routingCursorKey, &cursor); err != nil {
+				cursor, err := e.readCursor(tx)
+				if err != nil {
 					return err
 				}
 				for _, d := range batch {
@@ -258,9 +307,9 @@ func (e *Engine) match(ctx context.Context, c *engineConf, ev Event, snap snapsh
 
 // applyRoute applies d in tx, whose routing cursor is *cursor (read once
 // by the caller in tx, and kept here: only applyRoute moves it).
-func (e *Engine) applyRoute(tx Tx, d decision, cursor *int64) error {
+func (e *Engine) applyRoute(tx Tx, d decision, cursor *routingCursor) error {
 	ev, snap, idx, dec := d.ev, d.snap, d.idx, d.dec
-	if *cursor >= ev.Sequence {
+	if cursor.at >= ev.Sequence {
 		return nil // another pass routed it
 	}
 	if snap.work != nil {
@@ -287,12 +336,16 @@ func (e *Engine) applyRoute(tx Tx, d decision, cursor *int64) error {
 	} else {
 		rec.Reason = dec.Reason
 	}
-	err := tx.KVCommit(KVBatch{Puts: []KVPut{
-		kvPut(NamespaceRouting, routeRecordKey(ev.ID), rec),
+	b := KVBatch{Puts: []KVPut{
+		kvPut(NamespaceRouting, routeRecordKey(ev.Sequence), rec),
 		kvPut(NamespaceRouting, routingCursorKey, ev.Sequence),
-	}})
+	}}
+	if cursor.legacy {
+		b.Deletes = []KVKey{{Namespace: NamespaceRouting, Key: legacyCursorKey}}
+	}
+	err := tx.KVCommit(b)
 	if err == nil {
-		*cursor = ev.Sequence
+		*cursor = routingCursor{at: ev.Sequence}
 	}
 	return err
 }

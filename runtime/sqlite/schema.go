@@ -207,4 +207,35 @@ DROP TABLE executions;
 ALTER TABLE executions_v3 RENAME TO executions;
 CREATE INDEX executions_by_work ON executions (work_id);
 `,
+	// 4: works is kept in its primary key's b-tree (WITHOUT ROWID): a Work's
+	// creation writes that b-tree and the indexes by scope and by state,
+	// not a rowid table and its key's index besides, and a read by ID is
+	// one descent instead of two. A Work row is mostly small; a large
+	// display or context spills to overflow pages sooner than in a rowid
+	// table, a cost only such Work pays. Nothing refers to works by rowid
+	// or by foreign key.
+	`
+CREATE TABLE works_v4 (
+	id               TEXT PRIMARY KEY,
+	scope_id         TEXT NOT NULL,
+	kind             TEXT NOT NULL,
+	binding          TEXT NOT NULL,
+	state            TEXT NOT NULL,
+	correlation_keys TEXT NOT NULL,
+	display          BLOB,
+	context          BLOB,
+	grants           TEXT NOT NULL,
+	revision         INTEGER NOT NULL,
+	created_at       INTEGER NOT NULL,
+	updated_at       INTEGER NOT NULL
+) WITHOUT ROWID;
+INSERT INTO works_v4 (id, scope_id, kind, binding, state, correlation_keys, display, context,
+	grants, revision, created_at, updated_at)
+	SELECT id, scope_id, kind, binding, state, correlation_keys, display, context,
+	grants, revision, created_at, updated_at FROM works;
+DROP TABLE works;
+ALTER TABLE works_v4 RENAME TO works;
+CREATE INDEX works_by_scope ON works (scope_id, id);
+CREATE INDEX works_by_state ON works (state, id);
+`,
 }

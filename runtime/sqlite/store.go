@@ -327,6 +327,9 @@ func (s *Store) run(ctx context.Context, sqlTx *sql.Tx, fn func(runtime.Tx) erro
 	if err := fn(t); err != nil {
 		return err
 	}
+	if err := t.flushChanges(); err != nil {
+		return err
+	}
 	t.q.done = true
 	if t.refused {
 		return errDeferredChange // fn went on after the refusal: commit nothing

@@ -48,6 +48,8 @@ type tx struct {
 	// needs no read.
 	acceptedSeq int64
 	sequences   map[string]int64
+	// changes are the Changes logged and not yet written (logChange).
+	changes []runtime.Change
 	// leases holds the lease rows this transaction wrote, as written: the
 	// fence of a later write in it needs no read (every lease write goes
 	// through putLease).
@@ -377,18 +379,65 @@ func (t *tx) createWork(w runtime.Work) (runtime.Work, error) {
 }
 
 // logChange appends c to the change log in the writing transaction, so
-// the change commits (or rolls back) with what it records. The single
-// writer makes AUTOINCREMENT assign Seqs in commit order.
+// the change commits (or rolls back) with what it records. The
+// transaction's Changes are kept until its commit (or a read of the
+// change log in it) and written then, changesPerStatement to a
+// statement: a push that accepts an Event and creates Work logs both in
+// one. The single writer makes AUTOINCREMENT assign Seqs in commit
+// order, and in VALUES order within a statement.
 func (t *tx) logChange(c runtime.Change) error {
 	if err := t.refuseChange(); err != nil {
 		return err
 	}
-	_, err := t.q.exec(`INSERT INTO changes (kind, ref, scope_id, sequence, state, revision, at)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`, string(c.Kind), c.ID, c.ScopeID, c.Sequence, string(c.State), c.Revision, nanos(c.At))
-	if err != nil {
-		return t.execErr("log change", err)
-	}
+	t.changes = append(t.changes, c)
 	return nil
+}
+
+// changesPerStatement is the most Changes one statement writes.
+const changesPerStatement = 16
+
+var changesQueries [changesPerStatement + 1]string
+
+func init() {
+	for n := 1; n <= changesPerStatement; n++ {
+		changesQueries[n] = `INSERT INTO changes (kind, ref, scope_id, sequence, state, revision, at) VALUES (?, ?, ?, ?, ?, ?, ?)` +
+			strings.Repeat(`, (?, ?, ?, ?, ?, ?, ?)`, n-1)
+	}
+}
+
+// flushChanges writes the Changes logChange kept, in the order logged.
+func (t *tx) flushChanges() error {
+	for len(t.changes) > 0 {
+		n := min(len(t.changes), changesPerStatement)
+		args := make([]any, 0, 7*n)
+		for _, c := range t.changes[:n] {
+			args = append(args, string(c.Kind), c.ID, c.ScopeID, c.Sequence, string(c.State), c.Revision, nanos(c.At))
+		}
+		if _, err := t.q.exec(changesQueries[n], args...); err != nil {
+			return t.execErr("log change", err)
+		}
+		t.changes = t.changes[n:]
+	}
+	t.changes = nil
+	return nil
+}
+
+// Changes implements runtime.ReadTx, seeing the Changes this transaction
+// logged so far.
+func (t *tx) Changes(after int64, limit int) ([]runtime.Change, error) {
+	if err := t.flushChanges(); err != nil {
+		return nil, err
+	}
+	return t.reader.Changes(after, limit)
+}
+
+// LatestChange implements runtime.ReadTx, counting the Changes this
+// transaction logged so far.
+func (t *tx) LatestChange() (int64, error) {
+	if err := t.flushChanges(); err != nil {
+		return 0, err
+	}
+	return t.reader.LatestChange()
 }
 
 // Timers.
