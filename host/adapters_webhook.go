@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/open-conduit/open-conduit/protocol"
 	"github.com/open-conduit/open-conduit/runtime"
@@ -16,6 +17,22 @@ func (s *Service) WebhookPaths() []string {
 	out := slices.Clone(s.generation().webhooks)
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// CoveringWebhookPath is the longest of WebhookPaths that covers p (p
+// itself, or a path p lies beneath), or "" when none does. The listener
+// asks it once per request, so it reads the generation's paths in place
+// rather than copying and sorting them as WebhookPaths does.
+func (s *Service) CoveringWebhookPath(p string) string {
+	best := ""
+	for _, wp := range s.generation().webhooks {
+		// p == wp or strings.HasPrefix(p, wp+"/"), without building wp+"/".
+		covers := strings.HasPrefix(p, wp) && (len(p) == len(wp) || p[len(wp)] == '/')
+		if covers && len(wp) > len(best) {
+			best = wp
+		}
+	}
+	return best
 }
 
 // ErrWebhookAnswer wraps a webhook.handle answer the host refused: an

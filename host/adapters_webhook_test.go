@@ -3,6 +3,7 @@ package host_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -89,5 +90,46 @@ func TestRemoteWebhook(t *testing.T) {
 
 	for _, name := range []string{"foreign-source", "foreign-family", "foreign-scope", "no-identity", "unwritable"} {
 		assert.ErrorIs(t, call(name), host.ErrWebhookAnswer, name)
+	}
+}
+
+// TestCoveringWebhookPath: the listener's per-request lookup picks what
+// the longest covering path of WebhookPaths is: a path covers itself and
+// the paths beneath it, never a path that merely shares its prefix.
+func TestCoveringWebhookPath(t *testing.T) {
+	fx := newFixture(t)
+	m, err := protocol.ParseManifest([]byte(webhookManifest))
+	require.NoError(t, err)
+	svc := host.NewService(host.ServiceConfig{Manifest: m, Store: fx.store})
+	registered := []string{"/wh/in", "/wh/in/deep", "/wh/inner"}
+	x := webhookExtension()
+	x.Configure = func(ctx context.Context, h *sdk.Host, p protocol.ConfigureParams) (protocol.ConfigureResult, error) {
+		return protocol.ConfigureResult{WebhookPaths: registered,
+			Sources: []protocol.SourceDecl{{Name: "wh/in", ScopeID: "s1", Families: []string{"wh.ping"}}}}, nil
+	}
+	ext, err := sdk.Attach(x, svc)
+	require.NoError(t, err)
+	_, err = host.Attach(ctxT(t), ext, svc, t.TempDir(), protocol.ConfigureParams{})
+	require.NoError(t, err)
+	require.ElementsMatch(t, registered, svc.WebhookPaths())
+
+	// reference is the longest covering path as the listener found it
+	// before, from WebhookPaths.
+	reference := func(p string) string {
+		best := ""
+		for _, wp := range svc.WebhookPaths() {
+			if (p == wp || strings.HasPrefix(p, wp+"/")) && len(wp) > len(best) {
+				best = wp
+			}
+		}
+		return best
+	}
+	for p, want := range map[string]string{
+		"/wh/in": "/wh/in", "/wh/in/x": "/wh/in", "/wh/in/deep": "/wh/in/deep", "/wh/in/deep/y": "/wh/in/deep",
+		"/wh/in/deeper": "/wh/in", "/wh/inner": "/wh/inner", "/wh/inner/z": "/wh/inner", "/wh/inx": "",
+		"/wh/i": "", "/wh": "", "/": "", "": "", "/wh/in/": "/wh/in",
+	} {
+		assert.Equal(t, want, svc.CoveringWebhookPath(p), "path %q", p)
+		assert.Equal(t, reference(p), svc.CoveringWebhookPath(p), "path %q", p)
 	}
 }

@@ -104,10 +104,8 @@ func (w *webhookListener) route(p string) (*pkgRun, string) {
 	var best *pkgRun
 	bestPath := ""
 	for _, pr := range w.d.packages() {
-		for _, wp := range pr.svc.WebhookPaths() {
-			if (p == wp || strings.HasPrefix(p, wp+"/")) && len(wp) > len(bestPath) {
-				best, bestPath = pr, wp
-			}
+		if wp := pr.svc.CoveringWebhookPath(p); len(wp) > len(bestPath) {
+			best, bestPath = pr, wp
 		}
 	}
 	return best, bestPath
@@ -125,11 +123,21 @@ type webhookRefuse struct {
 	Message string `json:"message"`
 }
 
+// The answer's header values, shared by every answer: net/http only reads
+// them (it copies the map as the header is written), and assigning the
+// canonical keys directly costs no allocation per answer as Set does.
+var (
+	answerContentType  = []string{"application/json"}
+	answerCacheControl = []string{"no-store"}
+	answerRetryAfter   = []string{"1"}
+)
+
 func (w *webhookListener) answer(rw http.ResponseWriter, status int, a webhookAnswer) {
-	rw.Header().Set("Content-Type", "application/json")
-	rw.Header().Set("Cache-Control", "no-store")
+	h := rw.Header()
+	h["Content-Type"] = answerContentType
+	h["Cache-Control"] = answerCacheControl
 	if status == http.StatusServiceUnavailable {
-		rw.Header().Set("Retry-After", "1")
+		h["Retry-After"] = answerRetryAfter
 	}
 	rw.WriteHeader(status)
 	_, _ = rw.Write(a.appendJSON(make([]byte, 0, 32+72*len(a.Events))))
