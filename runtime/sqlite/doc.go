@@ -28,6 +28,13 @@
 // Reads (View) run on a separate pool of query-only connections against
 // WAL snapshots, concurrently with the writer.
 //
+// The store counts the sequence of the last Event its own commits
+// accepted (runtime.CommittedSequenceStore), so the engine's routing pass
+// knows without a read that nothing is left to route. The count sees this
+// Store's commits only: it holds because one daemon owns a state
+// directory (its state lock), and an Event written into the database by
+// another process while the store is open is outside that contract.
+//
 // The schema is versioned in the schema_version table and migrated
 // forward, one migration per transaction, when the store opens; a database
 // newer than this build is refused. Indexes keep the log's reads
