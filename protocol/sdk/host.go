@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/open-conduit/open-conduit/protocol"
+	"github.com/open-conduit/open-conduit/protocol/jsonrpc"
 )
 
 // Caller makes one call of the protocol: method is a catalogue name,
@@ -46,6 +47,9 @@ type Host struct {
 	c      Caller
 	m      *protocol.Manifest
 	upcast func(*protocol.Event) (bool, string, error) // set when serving
+	// rpc, set when serving over a stream, is the transport c calls
+	// through (ArtifactWriter sends a chunk ahead of its answer on it).
+	rpc func() *jsonrpc.Conn
 }
 
 // NewHost returns a Host calling c on behalf of the extension m describes

@@ -91,7 +91,7 @@ func main() {
 			if _, err := w.Write(data[off:min(off+u.Chunk, len(data))]); err != nil {
 				return nil, err
 			}
-			if err := w.Flush(); err != nil { // one acknowledged chunk each
+			if err := w.Flush(); err != nil { // one chunk each, sent once the one before was acknowledged
 				return nil, err
 			}
 		}

@@ -1,0 +1,216 @@
+package sdk_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/open-conduit/open-conduit/protocol"
+	"github.com/open-conduit/open-conduit/protocol/jsonrpc"
+	"github.com/open-conduit/open-conduit/protocol/sdk"
+)
+
+// heldHost is a host side whose artifact.write answers are held: each
+// chunk's handler reports its arrival on arrived and answers with what
+// the test sends on answer (the zero answer acknowledges what arrived).
+type heldHost struct {
+	arrived chan protocol.ArtifactWriteParams
+	answer  chan heldAnswer
+	// cancelled receives a chunk's offset when its handler's context ended
+	// before the test answered it ($/cancel).
+	cancelled chan int64
+
+	mu      sync.Mutex
+	inside  int // artifact.write handlers running
+	overlap bool
+	aborted bool
+	data    []byte
+}
+
+type heldAnswer struct {
+	size int64 // 0: acknowledge offset+len(data)
+	err  error
+}
+
+// newHeldHost connects an extension-side Host to a heldHost over a pair of
+// OS pipes, as ServeConn's Host calls through a *jsonrpc.Conn.
+func newHeldHost(t *testing.T) (*heldHost, *sdk.Host) {
+	hh := &heldHost{arrived: make(chan protocol.ArtifactWriteParams, 4), answer: make(chan heldAnswer), cancelled: make(chan int64, 4)}
+	r1, w1, err := os.Pipe()
+	require.NoError(t, err)
+	r2, w2, err := os.Pipe()
+	require.NoError(t, err)
+	hostSide := jsonrpc.NewConn(r1, w2, jsonrpc.Methods{
+		"artifact.create": func(context.Context, *jsonrpc.Request) (any, error) {
+			return protocol.ArtifactCreateResult{ArtifactID: "art-1"}, nil
+		},
+		"artifact.write": hh.write,
+		"artifact.commit": func(_ context.Context, req *jsonrpc.Request) (any, error) {
+			var p protocol.ArtifactCommitParams
+			if err := json.Unmarshal(req.Params, &p); err != nil {
+				return nil, err
+			}
+			hh.mu.Lock()
+			defer hh.mu.Unlock()
+			if p.Size != int64(len(hh.data)) {
+				return nil, protocol.NewError(protocol.CodeConflict, "size")
+			}
+			return protocol.ArtifactCommitResult{Size: p.Size}, nil
+		},
+		"artifact.abort": func(context.Context, *jsonrpc.Request) (any, error) {
+			hh.mu.Lock()
+			defer hh.mu.Unlock()
+			hh.aborted = true
+			return struct{}{}, nil
+		},
+	}, &jsonrpc.Options{DecodeError: sdk.DecodeError})
+	extSide := jsonrpc.NewConn(r2, w1, nil, &jsonrpc.Options{DecodeError: sdk.DecodeError})
+	t.Cleanup(func() { extSide.Close(); hostSide.Close() })
+	return hh, sdk.NewHost(extSide, nil)
+}
+
+func (hh *heldHost) write(ctx context.Context, req *jsonrpc.Request) (any, error) {
+	var p protocol.ArtifactWriteParams
+	if err := json.Unmarshal(req.Params, &p); err != nil {
+		return nil, err
+	}
+	hh.mu.Lock()
+	hh.inside++
+	hh.overlap = hh.overlap || hh.inside > 1
+	hh.mu.Unlock()
+	defer func() { hh.mu.Lock(); hh.inside--; hh.mu.Unlock() }()
+	hh.arrived <- p
+	select {
+	case a := <-hh.answer:
+		if a.err != nil {
+			return nil, a.err
+		}
+		hh.mu.Lock()
+		hh.data = append(hh.data, p.Data...)
+		hh.mu.Unlock()
+		if a.size == 0 {
+			a.size = p.Offset + int64(len(p.Data))
+		}
+		return protocol.ArtifactWriteResult{Size: a.size}, nil
+	case <-ctx.Done():
+		hh.cancelled <- p.Offset
+		return nil, ctx.Err()
+	}
+}
+
+func chunkOf(b byte) []byte { return bytes.Repeat([]byte{b}, protocol.MaxChunkBytes) }
+
+// TestArtifactWriterSendsOnlyOnceTheChunkBeforeIsAcknowledged: Write
+// returns once its chunk is sent, before the host acknowledges it; the
+// next chunk is encoded while the first is held and is sent only after the
+// first one's acknowledgement.
+func TestArtifactWriterSendsOnlyOnceTheChunkBeforeIsAcknowledged(t *testing.T) {
+	ctx := testContext(t)
+	hh, host := newHeldHost(t)
+	parked := make(chan struct{}, 1)
+	defer sdk.SetArtifactBeforeSettle(func() { parked <- struct{}{} })()
+	w, err := host.CreateArtifact(ctx, protocol.ArtifactCreateParams{RunID: "run-1", Name: "a"})
+	require.NoError(t, err)
+
+	first, second := chunkOf('a'), chunkOf('b')
+	n, err := w.Write(first) // returns with chunk 0 unacknowledged: the host holds it
+	require.NoError(t, err)
+	require.Equal(t, len(first), n)
+	<-parked // the first chunk had nothing in flight to wait for
+	got := <-hh.arrived
+	assert.Equal(t, int64(0), got.Offset)
+	copy(first, chunkOf('x')) // Write encoded the chunk before it returned
+
+	wrote := make(chan error, 1)
+	go func() { _, err := w.Write(second); wrote <- err }()
+	<-parked // the second chunk is encoded and waits for the first's acknowledgement
+	select {
+	case p := <-hh.arrived:
+		t.Fatalf("chunk at %d sent before the chunk before it was acknowledged", p.Offset)
+	default:
+	}
+	hh.answer <- heldAnswer{}
+	got = <-hh.arrived
+	assert.Equal(t, int64(protocol.MaxChunkBytes), got.Offset)
+	require.NoError(t, <-wrote)
+
+	done := make(chan error, 1)
+	go func() { _, err := w.Commit(); done <- err }()
+	hh.answer <- heldAnswer{} // Commit waits for the chunk in flight
+	require.NoError(t, <-done)
+	hh.mu.Lock()
+	defer hh.mu.Unlock()
+	assert.Equal(t, append(chunkOf('a'), chunkOf('b')...), hh.data)
+	assert.False(t, hh.overlap, "two chunks were at the host at once")
+}
+
+// TestArtifactWriterFailureInFlight: a refusal, a short acknowledgement or
+// the end of ctx while a chunk is in flight is what the next Write (or
+// Commit) returns, and the writer stays failed; Abort still discards.
+func TestArtifactWriterFailureInFlight(t *testing.T) {
+	refused := protocol.NewError(protocol.CodeConflict, "offset is not the artifact's size")
+	for _, tc := range []struct {
+		name   string
+		answer heldAnswer
+		cancel bool
+		want   func(t *testing.T, err error)
+	}{
+		{"refused", heldAnswer{err: refused}, false, func(t *testing.T, err error) { assert.ErrorIs(t, err, protocol.ErrConflict) }},
+		{"short acknowledgement", heldAnswer{size: 5}, false, func(t *testing.T, err error) {
+			assert.ErrorContains(t, err, fmt.Sprintf("host acknowledged 5 bytes, want %d", protocol.MaxChunkBytes))
+		}},
+		{"cancelled", heldAnswer{}, true, func(t *testing.T, err error) { assert.ErrorIs(t, err, context.Canceled) }},
+	} {
+		for _, next := range []string{"write", "commit"} {
+			t.Run(tc.name+"/"+next, func(t *testing.T) {
+				ctx, cancel := context.WithCancel(testContext(t))
+				defer cancel()
+				hh, host := newHeldHost(t)
+				w, err := host.CreateArtifact(ctx, protocol.ArtifactCreateParams{RunID: "run-1", Name: "a"})
+				require.NoError(t, err)
+				_, err = w.Write(chunkOf('a'))
+				require.NoError(t, err, "sent, not yet acknowledged")
+				<-hh.arrived
+				if tc.cancel {
+					cancel()
+				} else {
+					hh.answer <- tc.answer
+				}
+				switch next {
+				case "write":
+					_, err = w.Write(chunkOf('b'))
+				case "commit":
+					_, err = w.Commit()
+				}
+				require.Error(t, err)
+				if tc.cancel {
+					assert.Equal(t, int64(0), <-hh.cancelled, "the chunk in flight is cancelled at the host")
+				}
+				tc.want(t, err)
+				select {
+				case p := <-hh.arrived:
+					t.Fatalf("chunk at %d sent after the one before it failed", p.Offset)
+				default:
+				}
+				_, again := w.Write([]byte("more"))
+				assert.Equal(t, err, again, "the writer stays failed")
+				assert.Equal(t, err, w.Flush())
+				_, again = w.Commit()
+				assert.Equal(t, err, again)
+				if !tc.cancel {
+					require.NoError(t, w.Abort())
+					hh.mu.Lock()
+					assert.True(t, hh.aborted)
+					hh.mu.Unlock()
+				}
+			})
+		}
+	}
+}
