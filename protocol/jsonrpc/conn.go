@@ -160,7 +160,7 @@ type Conn struct {
 
 	mu       sync.Mutex
 	pending  map[int64]chan reply
-	inflight map[string]context.CancelFunc
+	inflight map[string]*requestCtx
 	running  int
 	served   uint64 // requests handed to the handler: the last Request.Seq
 	err      error
@@ -212,7 +212,7 @@ func NewConn(r io.Reader, w io.Writer, h Handler, opts *Options) *Conn {
 		eager:       opts.Eager,
 		eagerFor:    opts.EagerDeadline,
 		pending:     map[int64]chan reply{},
-		inflight:    map[string]context.CancelFunc{},
+		inflight:    map[string]*requestCtx{},
 		done:        make(chan struct{}),
 		idle:        make(chan task),
 	}
@@ -644,10 +644,10 @@ func (c *Conn) cancelInflight(params []byte) {
 		return
 	}
 	c.mu.Lock()
-	cancel := c.inflight[string(p.ID)]
+	rc := c.inflight[string(p.ID)]
 	c.mu.Unlock()
-	if cancel != nil {
-		cancel()
+	if rc != nil {
+		rc.cancel()
 	}
 }
 
@@ -693,10 +693,10 @@ func (c *Conn) serve(m inMessage) bool {
 		c.serveInline(m, req)
 		return true
 	}
-	ctx, cancel := context.WithCancel(c.ctx)
+	rc := newRequestCtx(c)
 	c.running++
 	if !req.Notification {
-		c.inflight[key] = cancel
+		c.inflight[key] = rc
 		c.served++
 		req.Seq = c.served
 	}
@@ -709,7 +709,7 @@ func (c *Conn) serve(m inMessage) bool {
 	default:
 		req.Params = bytes.Clone(m.params)
 	}
-	t := task{ctx: ctx, cancel: cancel, id: id, req: req}
+	t := task{ctx: rc, id: id, req: req}
 	if c.eager != nil && c.eager(m.method) {
 		return c.serveEager(t)
 	}
@@ -737,7 +737,7 @@ func (c *Conn) serveEager(t task) bool {
 	run.state.Store(eagerOnReader)
 	c.onReader.Store(run)
 	c.eagerTimer.Reset(c.eagerFor)
-	c.run(t.ctx, t.cancel, t.id, t.req)
+	c.run(t.ctx, t.id, t.req)
 	if !run.state.CompareAndSwap(eagerOnReader, eagerReturned) {
 		// Handed on: the timer and onReader belong to the new reader now.
 		return false
@@ -775,10 +775,9 @@ func (c *Conn) ReleaseReader() {
 
 // task is one request handed to a handler goroutine.
 type task struct {
-	ctx    context.Context
-	cancel context.CancelFunc
-	id     []byte
-	req    *Request
+	ctx *requestCtx
+	id  []byte
+	req *Request
 }
 
 // maxIdleHandlers bounds the handler goroutines a Conn keeps parked for
@@ -801,7 +800,7 @@ func (c *Conn) dispatchTask(t task) {
 // maxIdleHandlers are parked, until the connection ends.
 func (c *Conn) handlerLoop(t task) {
 	for {
-		c.run(t.ctx, t.cancel, t.id, t.req)
+		c.run(t.ctx, t.id, t.req)
 		if c.parked.Add(1) > maxIdleHandlers {
 			c.parked.Add(-1)
 			return
@@ -840,7 +839,7 @@ func (c *Conn) serveInline(m inMessage, req *Request) {
 
 var overloaded = &wireError{Code: CodeAuthored, Message: "overloaded", Data: json.RawMessage(`{"code":"overloaded"}`)}
 
-func (c *Conn) run(ctx context.Context, cancel context.CancelFunc, id []byte, req *Request) {
+func (c *Conn) run(ctx *requestCtx, id []byte, req *Request) {
 	defer releaseParams(req)
 	result, err := c.call(ctx, req)
 	c.mu.Lock()
@@ -850,7 +849,7 @@ func (c *Conn) run(ctx context.Context, cancel context.CancelFunc, id []byte, re
 	}
 	c.mu.Unlock()
 	cancelled := ctx.Err() != nil
-	cancel()
+	ctx.cancel()
 	if req.Notification {
 		if err != nil {
 			c.logf("jsonrpc: notification %s: %v", req.Method, err)
