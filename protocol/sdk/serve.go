@@ -165,6 +165,11 @@ func ServeConn(ctx context.Context, r io.Reader, w io.Writer, ext *Extension) er
 //     blocking stdin above); one that calls the host hands the reading to
 //     a new goroutine at its first call, and goes on as a handler of its
 //     own.
+//   - webhook.handle: a handler checks a signature and builds Events
+//     from the body, so on the reader a delivery costs the extension no
+//     goroutine and no wake-up (notes' webhook, BenchmarkWebhookNotes in
+//     host/daemon); one that resolves a secret first hands the reading on
+//     at that call, as operation.call does.
 //
 // A handler that waits for its context (or passes it to a blocking call)
 // hands the reading on as it asks for Done (inflightCall.Done); one that
@@ -179,7 +184,7 @@ func ServeConn(ctx context.Context, r io.Reader, w io.Writer, ext *Extension) er
 // to the deadline on every call for no gain.
 func servedEager(method string) bool {
 	switch method {
-	case "route.match", "route.samples", "validate", "operation.call":
+	case "route.match", "route.samples", "validate", "operation.call", "webhook.handle":
 		return true
 	}
 	mt, ok := protocol.LookupMethod(method)
