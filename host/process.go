@@ -679,6 +679,11 @@ func (p *Process) running(ctx context.Context, wait bool) (*instance, error) {
 			select {
 			case <-cur.ended:
 				// Crashed; the supervisor has yet to notice. Wait for it.
+			case <-cur.conn.Done():
+				// The connection broke and ended is about to close (a
+				// goroutine of its own closes it): a call made now, say
+				// right after the one the crash failed, would meet the
+				// dead connection instead of waiting for the restart.
 			default:
 				return cur, nil
 			}
