@@ -821,7 +821,11 @@ type ArtifactWriteParams struct {
 	Data []byte `json:"data"`
 }
 
-// ArtifactWriteResult acknowledges a chunk.
+// ArtifactWriteResult acknowledges a chunk: the host accepted it and is
+// writing it. An acknowledged chunk is not yet durable; a write that fails
+// afterwards fails the next artifact.write or the commit, and a failed
+// commit keeps nothing. Only a successful artifact.commit says the
+// artifact is kept whole.
 type ArtifactWriteResult struct {
 	// Size is the artifact's size after the chunk.
 	Size int64 `json:"size"`
