@@ -101,35 +101,44 @@ func (parkedHandle) Wait(ctx context.Context) (runtime.RunResult, error) {
 	return runtime.RunResult{}, ctx.Err()
 }
 
+// newStartingHarness is the engine the start benchmarks run: one binding
+// on an executor whose runs park, and no pool limit.
+func newStartingHarness(b *testing.B) *harness {
+	return newHarness(b, runtime.Config{
+		Bindings:  map[string]runtime.Binding{"b": {Executor: "parked"}},
+		Executors: map[string]runtime.Executor{"parked": parkedExecutor{}},
+		Pools:     map[string]int{runtime.PoolJob: 1 << 30},
+	})
+}
+
+// pendingWork is a Work of the binding newStartingHarness runs, pending.
+func pendingWork(id string) runtime.Work {
+	return runtime.Work{ID: id, ScopeID: "s1", Kind: "task", Binding: "b", State: runtime.WorkPending}
+}
+
+// putWork writes w in a transaction of its own (one bare synced write) and
+// returns it as stored.
+func putWork(b *testing.B, h *harness, w runtime.Work) runtime.Work {
+	err := h.store.Transact(context.Background(), func(tx runtime.Tx) error {
+		var err error
+		w, err = tx.PutWork(w)
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return w
+}
+
 // BenchmarkSchedulerStart measures the scheduler's overhead per Execution
 // start (the start transaction with lease and Execution, Run with one
 // fenced persist, the transaction marking it running), beside a baseline
 // of one bare write transaction (a Work update) in the same run.
 func BenchmarkSchedulerStart(b *testing.B) {
 	ctx := context.Background()
-	setup := func(b *testing.B) *harness {
-		h := newHarness(b, runtime.Config{
-			Bindings:  map[string]runtime.Binding{"b": {Executor: "parked"}},
-			Executors: map[string]runtime.Executor{"parked": parkedExecutor{}},
-			Pools:     map[string]int{runtime.PoolJob: 1 << 30},
-		})
-		return h
-	}
-	putWork := func(h *harness, id string) runtime.Work {
-		var w runtime.Work
-		err := h.store.Transact(ctx, func(tx runtime.Tx) error {
-			var err error
-			w, err = tx.PutWork(runtime.Work{ID: id, ScopeID: "s1", Kind: "task", Binding: "b", State: runtime.WorkPending})
-			return err
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
-		return w
-	}
 	b.Run("baseline_write", func(b *testing.B) {
-		h := setup(b)
-		w := putWork(h, "w")
+		h := newStartingHarness(b)
+		w := putWork(b, h, pendingWork("w"))
 		b.ResetTimer()
 		for range b.N {
 			err := h.store.Transact(ctx, func(tx runtime.Tx) error {
@@ -144,11 +153,11 @@ func BenchmarkSchedulerStart(b *testing.B) {
 		b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/op-write")
 	})
 	b.Run("start", func(b *testing.B) {
-		h := setup(b)
+		h := newStartingHarness(b)
 		var total time.Duration
 		for i := range b.N {
 			b.StopTimer()
-			putWork(h, fmt.Sprint("w", i))
+			putWork(b, h, pendingWork(fmt.Sprint("w", i)))
 			b.StartTimer()
 			start := time.Now()
 			xs, err := h.engine.StartPending(ctx)
@@ -179,24 +188,9 @@ func BenchmarkEngineRatios(b *testing.B) {
 		Handlers: map[string]runtime.RouteHandler{"keyed": &keyedHandler{}},
 		Routes:   map[string][]runtime.Route{"s1": {{Handler: "keyed", Kind: "task", Binding: "b"}}},
 	})
-	starting := newHarness(b, runtime.Config{
-		Bindings:  map[string]runtime.Binding{"b": {Executor: "parked"}},
-		Executors: map[string]runtime.Executor{"parked": parkedExecutor{}},
-		Pools:     map[string]int{runtime.PoolJob: 1 << 30},
-	})
+	starting := newStartingHarness(b)
 	writing := newHarness(b, runtime.Config{})
-	put := func(h *harness, w runtime.Work) runtime.Work {
-		err := h.store.Transact(ctx, func(tx runtime.Tx) error {
-			var err error
-			w, err = tx.PutWork(w)
-			return err
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
-		return w
-	}
-	written := put(writing, runtime.Work{ID: "w", ScopeID: "s1", Kind: "task", Binding: "b", State: runtime.WorkPending})
+	written := putWork(b, writing, pendingWork("w"))
 	var accept, push, write, start time.Duration
 	timed := func(total *time.Duration, f func() error) {
 		t := time.Now()
@@ -222,10 +216,10 @@ func BenchmarkEngineRatios(b *testing.B) {
 			return err
 		})
 		timed(&write, func() error {
-			written = put(writing, written)
+			written = putWork(b, writing, written)
 			return nil
 		})
-		put(starting, runtime.Work{ID: fmt.Sprint("w", i), ScopeID: "s1", Kind: "task", Binding: "b", State: runtime.WorkPending})
+		putWork(b, starting, pendingWork(fmt.Sprint("w", i)))
 		timed(&start, func() error {
 			xs, err := starting.engine.StartPending(ctx)
 			if err == nil && len(xs) != 1 {

@@ -35,32 +35,17 @@ func BenchmarkStartCPU(b *testing.B) {
 	goruntime.LockOSThread()
 	defer goruntime.UnlockOSThread()
 	ctx := context.Background()
-	starting := newHarness(b, runtime.Config{
-		Bindings:  map[string]runtime.Binding{"b": {Executor: "parked"}},
-		Executors: map[string]runtime.Executor{"parked": parkedExecutor{}},
-		Pools:     map[string]int{runtime.PoolJob: 1 << 30},
-	})
+	starting := newStartingHarness(b)
 	writing := newHarness(b, runtime.Config{})
-	put := func(h *harness, w runtime.Work) runtime.Work {
-		err := h.store.Transact(ctx, func(tx runtime.Tx) error {
-			var err error
-			w, err = tx.PutWork(w)
-			return err
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
-		return w
-	}
-	written := put(writing, runtime.Work{ID: "w", ScopeID: "s1", Kind: "task", Binding: "b", State: runtime.WorkPending})
+	written := putWork(b, writing, pendingWork("w"))
 	var writeCPU, startCPU, writeWall, startWall time.Duration
 	b.ResetTimer()
 	for i := range b.N {
 		c, t := threadCPU(b), time.Now()
-		written = put(writing, written)
+		written = putWork(b, writing, written)
 		writeCPU += threadCPU(b) - c
 		writeWall += time.Since(t)
-		put(starting, runtime.Work{ID: fmt.Sprint("w", i), ScopeID: "s1", Kind: "task", Binding: "b", State: runtime.WorkPending})
+		putWork(b, starting, pendingWork(fmt.Sprint("w", i)))
 		c, t = threadCPU(b), time.Now()
 		xs, err := starting.engine.StartPending(ctx)
 		startCPU += threadCPU(b) - c
