@@ -9,34 +9,19 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/open-conduit/open-conduit/runtime"
-	"github.com/open-conduit/open-conduit/runtime/sqlite"
 )
 
 // Migration 3 moves leases and executions into WITHOUT ROWID tables on a
 // database the first two made, keeping every row: the fences and reads
 // after it see what was there before.
 func TestMigrationThreeKeepsLeasesAndExecutions(t *testing.T) {
-	dir := t.TempDir()
-	db := rawDB(t, dir)
-	for _, m := range sqlite.MigrationsBefore(3) {
-		_, err := db.Exec(m)
-		require.NoError(t, err)
-	}
 	at := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC).UnixNano()
-	_, err := db.Exec(`CREATE TABLE schema_version (version INTEGER NOT NULL); INSERT INTO schema_version VALUES (2);
-		INSERT INTO leases (name, holder, epoch, expires_at, released) VALUES ('work/w-1', 'engine', 4, ?, 0), ('work/w-2', 'engine', 1, ?, 1);
+	s, dir := migratedFrom(t, 3, `INSERT INTO leases (name, holder, epoch, expires_at, released) VALUES ('work/w-1', 'engine', 4, ?, 0), ('work/w-2', 'engine', 1, ?, 1);
 		INSERT INTO executions (id, work_id, attempt, executor, lease, epoch, state, recovery, error, started_at, ended_at, updated_at) VALUES
 			('ex-b', 'w-1', 2, 'e', 'work/w-1', 4, 'running', '{"pid":2}', '', ?, 0, ?),
 			('ex-a', 'w-1', 1, 'e', 'work/w-1', 3, 'failed', NULL, 'boom', ?, ?, ?),
 			('ex-c', 'w-2', 1, 'e', 'work/w-2', 1, 'succeeded', NULL, '', ?, ?, ?)`,
 		at+int64(time.Hour), at, at, at, at, at, at, at, at, at, at)
-	require.NoError(t, err)
-	require.NoError(t, db.Close())
-
-	s := openStore(t, dir)
-	v, err := s.SchemaVersion(t.Context())
-	require.NoError(t, err)
-	assert.Equal(t, sqlite.Migrations, v)
 	require.NoError(t, s.View(t.Context(), func(r runtime.ReadTx) error {
 		l, err := r.Lease("work/w-1")
 		require.NoError(t, err)
@@ -64,7 +49,7 @@ func TestMigrationThreeKeepsLeasesAndExecutions(t *testing.T) {
 		return tx.PersistRecovery("ex-b", 3, []byte(`{"pid":4}`))
 	}), runtime.ErrConflict)
 
-	db = rawDB(t, dir)
+	db := rawDB(t, dir)
 	for _, table := range []string{"leases", "executions"} {
 		var ddl string
 		require.NoError(t, db.QueryRow(`SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?`, table).Scan(&ddl))

@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/open-conduit/open-conduit/runtime"
-	"github.com/open-conduit/open-conduit/runtime/sqlite"
 )
 
 // Migration 4 moves works into a WITHOUT ROWID table on a database the
@@ -17,27 +16,13 @@ import (
 // scope, by state and by key, and revision-checked writes, see what was
 // there before.
 func TestMigrationFourKeepsWorks(t *testing.T) {
-	dir := t.TempDir()
-	db := rawDB(t, dir)
-	for _, m := range sqlite.MigrationsBefore(4) {
-		_, err := db.Exec(m)
-		require.NoError(t, err)
-	}
 	at := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC).UnixNano()
-	_, err := db.Exec(`CREATE TABLE schema_version (version INTEGER NOT NULL); INSERT INTO schema_version VALUES (3);
-		INSERT INTO works (id, scope_id, kind, binding, state, correlation_keys, display, context, grants, revision, created_at, updated_at) VALUES
+	s, dir := migratedFrom(t, 4, `INSERT INTO works (id, scope_id, kind, binding, state, correlation_keys, display, context, grants, revision, created_at, updated_at) VALUES
 			('w-2', 's1', 'task', 'b', 'running', '["k2"]', '{"title":"two"}', '{"n":2}', '["g"]', 3, ?, ?),
 			('w-1', 's1', 'task', 'b', 'pending', '["k1"]', NULL, NULL, '[]', 1, ?, ?),
 			('w-3', 's2', 'task', 'b', 'pending', '[]', NULL, NULL, '[]', 1, ?, ?);
 		INSERT INTO work_keys (key, work_id) VALUES ('k1', 'w-1'), ('k2', 'w-2');`,
 		at, at+1, at, at, at, at)
-	require.NoError(t, err)
-	require.NoError(t, db.Close())
-
-	s := openStore(t, dir)
-	v, err := s.SchemaVersion(t.Context())
-	require.NoError(t, err)
-	assert.Equal(t, sqlite.Migrations, v)
 	ids := func(ws []runtime.Work) (out []string) {
 		for _, w := range ws {
 			out = append(out, w.ID)
@@ -75,7 +60,7 @@ func TestMigrationFourKeepsWorks(t *testing.T) {
 		return err
 	}), runtime.ErrConflict, "creating a migrated Work's ID again")
 
-	db = rawDB(t, dir)
+	db := rawDB(t, dir)
 	var ddl string
 	require.NoError(t, db.QueryRow(`SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'works'`).Scan(&ddl))
 	assert.Contains(t, ddl, "WITHOUT ROWID")

@@ -26,6 +26,29 @@ func rawDB(t *testing.T, dir string) *sql.DB {
 	return db
 }
 
+// migratedFrom opens a store over a database the migrations before
+// version made, holding what seed writes (SQL with its args), and checks
+// that opening it ran the rest. dir is the database's directory.
+func migratedFrom(t *testing.T, version int, seed string, args ...any) (s *sqlite.Store, dir string) {
+	t.Helper()
+	dir = t.TempDir()
+	db := rawDB(t, dir)
+	for _, m := range sqlite.MigrationsBefore(version) {
+		_, err := db.Exec(m)
+		require.NoError(t, err)
+	}
+	_, err := db.Exec(`CREATE TABLE schema_version (version INTEGER NOT NULL); INSERT INTO schema_version VALUES (?);`, version-1)
+	require.NoError(t, err)
+	_, err = db.Exec(seed, args...)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+	s = openStore(t, dir)
+	v, err := s.SchemaVersion(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, sqlite.Migrations, v, "opening the store ran the migrations from %d on", version)
+	return s, dir
+}
+
 func TestReopenKeepsDataAndSchema(t *testing.T) {
 	dir := t.TempDir()
 	s, err := sqlite.Open(dir)
