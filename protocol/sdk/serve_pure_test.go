@@ -37,25 +37,8 @@ func TestBlockingPureHandlerNeitherStallsNorMissesCancel(t *testing.T) {
 		}}},
 		Logf: func(string, ...any) {},
 	}
-	hostR, extW, err := os.Pipe()
-	require.NoError(t, err)
-	extR, hostW, err := os.Pipe()
-	require.NoError(t, err)
-	serveCtx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		err := sdk.ServeConn(serveCtx, extR, extW, ext)
-		if err != nil {
-			t.Log("ServeConn:", err)
-		}
-		done <- err
-	}()
-	host := jsonrpc.NewConn(hostR, hostW, sdktest.New().Handler(), &jsonrpc.Options{DecodeError: sdk.DecodeError})
-	t.Cleanup(func() { host.Close(); stop(); <-done })
+	host := servedOverPipes(t, ext)
 	ctx := t.Context()
-	if err := host.Call(ctx, "initialize", protocol.InitializeParams{ProtocolVersions: []protocol.Version{1}}, nil); err != nil {
-		t.Fatalf("initialize: %v; ServeConn: %v", err, host.Err())
-	}
 
 	match := func(config string) protocol.RouteMatchParams {
 		return protocol.RouteMatchParams{Handler: "pure-slow", ScopeID: "s", Config: json.RawMessage(config),
@@ -175,19 +158,37 @@ func startBlockingOperation(t *testing.T, input string) (*jsonrpc.Conn, blockedC
 		}}},
 		Logf: func(string, ...any) {},
 	}
+	host := servedOverPipes(t, ext)
+	t.Cleanup(func() { close(unblock) }) // runs first: a held handler ends before ServeConn is waited for
+	ctx, cancel := context.WithCancel(t.Context())
+	blocked := blockedCall{cancel: cancel, err: make(chan error, 1), seen: seen}
+	go func() { blocked.err <- host.Call(ctx, "operation.call", opCall(`"`+input+`"`), nil) }()
+	<-started
+	return host, blocked
+}
+
+// servedOverPipes serves ext with sdk.ServeConn over a pair of OS pipes
+// and returns the host's end, initialized; cleanup closes the host's end
+// and waits for ServeConn to return.
+func servedOverPipes(t *testing.T, ext *sdk.Extension) *jsonrpc.Conn {
+	t.Helper()
 	hostR, extW, err := os.Pipe()
 	require.NoError(t, err)
 	extR, hostW, err := os.Pipe()
 	require.NoError(t, err)
 	serveCtx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- sdk.ServeConn(serveCtx, extR, extW, ext) }()
+	go func() {
+		err := sdk.ServeConn(serveCtx, extR, extW, ext)
+		if err != nil {
+			t.Log("ServeConn:", err)
+		}
+		done <- err
+	}()
 	host := jsonrpc.NewConn(hostR, hostW, sdktest.New().Handler(), &jsonrpc.Options{DecodeError: sdk.DecodeError})
-	t.Cleanup(func() { close(unblock); host.Close(); stop(); <-done })
-	require.NoError(t, host.Call(t.Context(), "initialize", protocol.InitializeParams{ProtocolVersions: []protocol.Version{1}}, nil))
-	ctx, cancel := context.WithCancel(t.Context())
-	blocked := blockedCall{cancel: cancel, err: make(chan error, 1), seen: seen}
-	go func() { blocked.err <- host.Call(ctx, "operation.call", opCall(`"`+input+`"`), nil) }()
-	<-started
-	return host, blocked
+	t.Cleanup(func() { host.Close(); stop(); <-done })
+	if err := host.Call(t.Context(), "initialize", protocol.InitializeParams{ProtocolVersions: []protocol.Version{1}}, nil); err != nil {
+		t.Fatalf("initialize: %v; ServeConn: %v", err, host.Err())
+	}
+	return host
 }

@@ -2,7 +2,6 @@ package sdk_test
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -12,7 +11,6 @@ import (
 	"github.com/open-conduit/open-conduit/protocol"
 	"github.com/open-conduit/open-conduit/protocol/jsonrpc"
 	"github.com/open-conduit/open-conduit/protocol/sdk"
-	"github.com/open-conduit/open-conduit/protocol/sdk/sdktest"
 )
 
 // webhook.handle starts on the reader (servedEager), and a handler that
@@ -90,16 +88,7 @@ func startBlockingWebhook(t *testing.T) (*jsonrpc.Conn, blockedCall) {
 		},
 		Logf: func(string, ...any) {},
 	}
-	hostR, extW, err := os.Pipe()
-	require.NoError(t, err)
-	extR, hostW, err := os.Pipe()
-	require.NoError(t, err)
-	serveCtx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- sdk.ServeConn(serveCtx, extR, extW, ext) }()
-	host := jsonrpc.NewConn(hostR, hostW, sdktest.New().Handler(), &jsonrpc.Options{DecodeError: sdk.DecodeError})
-	t.Cleanup(func() { host.Close(); stop(); <-done })
-	require.NoError(t, host.Call(t.Context(), "initialize", protocol.InitializeParams{ProtocolVersions: []protocol.Version{1}}, nil))
+	host := servedOverPipes(t, ext)
 	ctx, cancel := context.WithCancel(t.Context())
 	blocked := blockedCall{cancel: cancel, err: make(chan error, 1), seen: seen}
 	go func() { blocked.err <- host.Call(ctx, "webhook.handle", webhookRequest("block"), nil) }()
