@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -47,12 +46,7 @@ func execution(t *testing.T, d *Daemon, workID string) runtime.Execution {
 func TestRestartedDaemonAdoptsRunningExecution(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	cfgDir, state := t.TempDir(), shortDir(t)
-	require.NoError(t, os.MkdirAll(filepath.Join(cfgDir, "extensions", "runner"), 0o755))
-	m, err := os.ReadFile("../../extensions/runner/open-conduit-extension.json")
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(cfgDir, "extensions", "runner", "open-conduit-extension.json"), m, 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(cfgDir, ConfigFile), []byte(runnerConfig), 0o600))
+	cfgDir, state := runnerDirs(t, runnerConfig)
 
 	d := openRunnerDaemon(t, cfgDir, state)
 	require.NoError(t, d.Store().Transact(ctx, func(tx runtime.Tx) error {
@@ -117,12 +111,7 @@ func shortDir(t *testing.T) string {
 func TestHotApplyKeepsRunningExecutions(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	cfgDir, state := t.TempDir(), shortDir(t)
-	require.NoError(t, os.MkdirAll(filepath.Join(cfgDir, "extensions", "runner"), 0o755))
-	m, err := os.ReadFile("../../extensions/runner/open-conduit-extension.json")
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(cfgDir, "extensions", "runner", "open-conduit-extension.json"), m, 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(cfgDir, ConfigFile), []byte(runnerConfig), 0o600))
+	cfgDir, state := runnerDirs(t, runnerConfig)
 	d := openRunnerDaemon(t, cfgDir, state)
 	defer d.Close(context.WithoutCancel(ctx))
 	proc, _, _ := d.Package("runner")

@@ -22,12 +22,7 @@ import (
 func TestDaemonRenewsARunningExecutionsLease(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	cfgDir, state := t.TempDir(), shortDir(t)
-	require.NoError(t, os.MkdirAll(filepath.Join(cfgDir, "extensions", "runner"), 0o755))
-	m, err := os.ReadFile("../../extensions/runner/open-conduit-extension.json")
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(cfgDir, "extensions", "runner", "open-conduit-extension.json"), m, 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(cfgDir, ConfigFile), []byte(runnerConfig), 0o600))
+	cfgDir, state := runnerDirs(t, runnerConfig)
 	clock := runtimetest.NewFakeClock(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
 	d, err := Open(ctx, Options{ConfigDir: cfgDir, StateDir: state, Executable: openConduitBinary(t), NoAPI: true,
 		ShutdownGrace: 2 * time.Second, Clock: clock})
@@ -64,4 +59,17 @@ func TestDaemonRenewsARunningExecutionsLease(t *testing.T) {
 	waitSettled(t, d, "w1")
 	assert.Equal(t, runtime.ExecutionSucceeded, execution(t, d, "w1").State)
 	assert.True(t, lease().Released)
+}
+
+// runnerDirs makes a configuration directory holding the runner package
+// and the config document doc, and a state directory beside it.
+func runnerDirs(t *testing.T, doc string) (cfgDir, state string) {
+	t.Helper()
+	cfgDir, state = t.TempDir(), shortDir(t)
+	require.NoError(t, os.MkdirAll(filepath.Join(cfgDir, "extensions", "runner"), 0o755))
+	m, err := os.ReadFile("../../extensions/runner/open-conduit-extension.json")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(cfgDir, "extensions", "runner", "open-conduit-extension.json"), m, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(cfgDir, ConfigFile), []byte(doc), 0o600))
+	return cfgDir, state
 }

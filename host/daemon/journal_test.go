@@ -3,8 +3,6 @@ package daemon
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -46,12 +44,7 @@ func latestChange(t *testing.T, ctx context.Context, c *client.Client) int64 {
 func TestChangeStreamCarriesPackagesAndExecutions(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	cfgDir, state := t.TempDir(), shortDir(t)
-	require.NoError(t, os.MkdirAll(filepath.Join(cfgDir, "extensions", "runner"), 0o755))
-	m, err := os.ReadFile("../../extensions/runner/open-conduit-extension.json")
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(cfgDir, "extensions", "runner", "open-conduit-extension.json"), m, 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(cfgDir, ConfigFile), []byte(runnerConfig), 0o600))
+	cfgDir, state := runnerDirs(t, runnerConfig)
 	d, c := openJournalDaemon(t, ctx, cfgDir, state)
 
 	wait := func(what string, q client.ChangeQuery, cond func(client.Change) bool) client.Change {
@@ -69,7 +62,7 @@ func TestChangeStreamCarriesPackagesAndExecutions(t *testing.T) {
 		_, err := tx.PutWork(runtime.Work{ID: "w1", ScopeID: "home", Kind: "job", Binding: bindingName("home", "jobs"), State: runtime.WorkPending})
 		return err
 	}))
-	_, err = d.Engine().StartPending(ctx)
+	_, err := d.Engine().StartPending(ctx)
 	require.NoError(t, err)
 	created := wait("the Work created", client.ChangeQuery{After: mark}, func(ch client.Change) bool {
 		return ch.Work != nil && ch.Work.ID == "w1"

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -31,13 +29,8 @@ func TestJobConcurrencyCapsTheRunnersRuns(t *testing.T) {
 		t.Run(c.settings, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 			defer cancel()
-			cfgDir, state := t.TempDir(), shortDir(t)
-			require.NoError(t, os.MkdirAll(filepath.Join(cfgDir, "extensions", "runner"), 0o755))
-			m, err := os.ReadFile("../../extensions/runner/open-conduit-extension.json")
-			require.NoError(t, err)
-			require.NoError(t, os.WriteFile(filepath.Join(cfgDir, "extensions", "runner", "open-conduit-extension.json"), m, 0o644))
 			doc := fmt.Sprintf(`{"scopes": [{"id": "home", "bindings": [{"name": "jobs", "executor": "runner"}]}], "settings": %s}`, c.settings)
-			require.NoError(t, os.WriteFile(filepath.Join(cfgDir, ConfigFile), []byte(doc), 0o600))
+			cfgDir, state := runnerDirs(t, doc)
 			d := openRunnerDaemon(t, cfgDir, state)
 			defer d.Close(context.WithoutCancel(ctx))
 
