@@ -1,6 +1,7 @@
 package sqlite_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -92,4 +93,52 @@ func TestCommittedSequenceUnknownAfterAFailedCommit(t *testing.T) {
 	require.ErrorContains(t, err, "commit")
 	_, known := s.CommittedSequence()
 	assert.False(t, known)
+}
+
+// A commit refused at COMMIT itself (here a deferred foreign key) leaves
+// the writer out of any transaction, with nothing of the refused one kept,
+// so the next transaction, synced or deferred, begins and commits.
+func TestAFailedCommitLeavesTheWriterUsable(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	s, err := sqlite.Open(dir)
+	require.NoError(t, err)
+	transacts := map[string]func(context.Context, func(runtime.Tx) error) error{
+		"synced":   s.Transact,
+		"deferred": s.TransactDeferSync,
+	}
+	for _, mode := range []string{"synced", "deferred"} {
+		transact := transacts[mode]
+		err := transact(ctx, func(tx runtime.Tx) error {
+			if err := tx.KVCommit(runtime.KVBatch{Puts: []runtime.KVPut{{Namespace: "ns", Key: "refused-" + mode, Value: []byte("v")}}}); err != nil {
+				return err
+			}
+			if err := sqlite.ExecInTx(tx, `PRAGMA defer_foreign_keys = ON`); err != nil {
+				return err
+			}
+			return sqlite.ExecInTx(tx, `INSERT INTO event_works (work_id, sequence) VALUES ('w', 999)`)
+		})
+		require.ErrorContains(t, err, "FOREIGN KEY", "%s: the commit is refused", mode)
+
+		open, err := sqlite.WriterInTransaction(s)
+		require.NoError(t, err)
+		assert.False(t, open, "%s: the refused commit's transaction is rolled back", mode)
+		require.NoError(t, transact(ctx, func(tx runtime.Tx) error {
+			return tx.KVCommit(runtime.KVBatch{Puts: []runtime.KVPut{{Namespace: "ns", Key: "kept-" + mode, Value: []byte("v")}}})
+		}), "%s: the next transaction commits", mode)
+	}
+	require.NoError(t, s.Close())
+
+	s = openStore(t, dir)
+	require.NoError(t, s.View(ctx, func(tx runtime.ReadTx) error {
+		for _, mode := range []string{"synced", "deferred"} {
+			_, found, err := tx.KVGet("ns", "refused-"+mode)
+			require.NoError(t, err)
+			assert.False(t, found, "%s: nothing of the refused commit is kept", mode)
+			_, found, err = tx.KVGet("ns", "kept-"+mode)
+			require.NoError(t, err)
+			assert.True(t, found, "%s: the commit after it is kept", mode)
+		}
+		return nil
+	}))
 }

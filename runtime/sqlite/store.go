@@ -345,6 +345,11 @@ func (s *Store) run(ctx context.Context, sqlTx *sql.Tx, fn func(runtime.Tx) erro
 		// it ahead, so the store stops vouching.
 		s.committedSeq.Store(t.acceptedSeq)
 	}
+	// A COMMIT the database refuses (a deferred foreign key, a busy lock)
+	// leaves SQLite inside the transaction; the driver's Commit rolls it
+	// back before database/sql gives the connection back to the pool, where
+	// an open transaction would refuse every later BEGIN
+	// (TestAFailedCommitLeavesTheWriterUsable).
 	if err := sqlTx.Commit(); err != nil {
 		if t.acceptedSeq > 0 {
 			s.seqUnknown.Store(true)
