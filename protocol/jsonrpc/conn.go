@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"sync"
@@ -504,6 +505,16 @@ func (c *Conn) closeWriter() {
 type lineReader struct {
 	br   *bufio.Reader
 	long []byte // gathers a line longer than br's buffer
+	// answered says that a line read since the last read from the stream
+	// was an answer handed to a waiting call. Before its next read from
+	// the stream the reader then yields, so that the caller it woke runs
+	// on this thread first: a read that blocks in the system call (an
+	// extension's stdin, as sdk.Serve and ext-jsonrpc read it) keeps the
+	// reader's thread and its scheduler slot, with the woken caller queued
+	// on it, and the caller would wait for another thread to be woken to
+	// take it, a futex wake-up on the round trip of every call made from
+	// a handler.
+	answered bool
 }
 
 // readLoop reads and dispatches lines until the stream ends or breaks, or
@@ -511,6 +522,10 @@ type lineReader struct {
 func (c *Conn) readLoop() {
 	rd := c.rd
 	for {
+		if rd.answered && rd.br.Buffered() == 0 {
+			rd.answered = false
+			runtime.Gosched() // see lineReader.answered
+		}
 		line, err := rd.br.ReadSlice('\n')
 		if err == bufio.ErrBufferFull {
 			rd.long = append(rd.long[:0], line...)
@@ -633,6 +648,7 @@ func (c *Conn) deliver(m inMessage) {
 		r.result = bytes.Clone(m.result)
 	}
 	ch <- r // buffered: never blocks the reader
+	c.rd.answered = true
 }
 
 func (c *Conn) cancelInflight(params []byte) {
