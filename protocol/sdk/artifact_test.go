@@ -8,6 +8,7 @@ import (
 	"os"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -86,7 +87,11 @@ func (hh *heldHost) write(ctx context.Context, req *jsonrpc.Request) (any, error
 	hh.overlap = hh.overlap || hh.inside > 1
 	hh.mu.Unlock()
 	defer func() { hh.mu.Lock(); hh.inside--; hh.mu.Unlock() }()
-	hh.arrived <- p
+	select {
+	case hh.arrived <- p:
+	case <-ctx.Done(): // a weakened writer sent more than the test takes
+		return nil, ctx.Err()
+	}
 	select {
 	case a := <-hh.answer:
 		if a.err != nil {
@@ -107,10 +112,50 @@ func (hh *heldHost) write(ctx context.Context, req *jsonrpc.Request) (any, error
 
 func chunkOf(b byte) []byte { return bytes.Repeat([]byte{b}, protocol.MaxChunkBytes) }
 
+// promiseBound is how long a step the writer promises may take before the
+// test fails, naming the promise: far beyond what the step takes, far
+// within the test's timeout, so that a writer that breaks the promise
+// fails by an assertion, not by hanging.
+const promiseBound = 10 * time.Second
+
+// await returns what ch yields, or fails the test: promise is what the
+// writer broke if nothing came.
+func await[T any](t *testing.T, ch <-chan T, promise string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(promiseBound):
+		t.Fatalf("%s: nothing within %v", promise, promiseBound)
+		panic("unreachable")
+	}
+}
+
+// answerHeld gives a held chunk its answer, or fails the test if no chunk was
+// held for it within the bound.
+func (hh *heldHost) answerHeld(t *testing.T, a heldAnswer, promise string) {
+	t.Helper()
+	select {
+	case hh.answer <- a:
+	case <-time.After(promiseBound):
+		t.Fatalf("%s: no chunk held at the host within %v", promise, promiseBound)
+	}
+}
+
+// returns runs f on a goroutine of its own and returns its error, or fails
+// the test if f blocked past the bound (closing the connections at the
+// end of the test frees it).
+func returns(t *testing.T, promise string, f func() error) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	return await(t, done, promise)
+}
+
 // TestArtifactWriterSendsOnlyOnceTheChunkBeforeIsAcknowledged: Write
 // returns once its chunk is sent, before the host acknowledges it; the
 // next chunk is encoded while the first is held and is sent only after the
-// first one's acknowledgement.
+// first one's acknowledgement; Commit waits for the chunk in flight.
 func TestArtifactWriterSendsOnlyOnceTheChunkBeforeIsAcknowledged(t *testing.T) {
 	ctx := testContext(t)
 	hh, host := newHeldHost(t)
@@ -120,31 +165,35 @@ func TestArtifactWriterSendsOnlyOnceTheChunkBeforeIsAcknowledged(t *testing.T) {
 	require.NoError(t, err)
 
 	first, second := chunkOf('a'), chunkOf('b')
-	n, err := w.Write(first) // returns with chunk 0 unacknowledged: the host holds it
-	require.NoError(t, err)
-	require.Equal(t, len(first), n)
-	<-parked // the first chunk had nothing in flight to wait for
-	got := <-hh.arrived
+	require.NoError(t, returns(t, "Write returns before the host acknowledges its chunk", func() error {
+		n, err := w.Write(first)
+		if err == nil && n != len(first) {
+			err = fmt.Errorf("wrote %d of %d bytes", n, len(first))
+		}
+		return err
+	}))
+	await(t, parked, "a chunk is encoded before the writer waits for the one in flight")
+	got := await(t, hh.arrived, "Write sends its chunk")
 	assert.Equal(t, int64(0), got.Offset)
 	copy(first, chunkOf('x')) // Write encoded the chunk before it returned
 
 	wrote := make(chan error, 1)
 	go func() { _, err := w.Write(second); wrote <- err }()
-	<-parked // the second chunk is encoded and waits for the first's acknowledgement
+	await(t, parked, "the second chunk is encoded while the first is held")
 	select {
 	case p := <-hh.arrived:
 		t.Fatalf("chunk at %d sent before the chunk before it was acknowledged", p.Offset)
 	default:
 	}
-	hh.answer <- heldAnswer{}
-	got = <-hh.arrived
+	hh.answerHeld(t, heldAnswer{}, "the first chunk is held at the host")
+	got = await(t, hh.arrived, "the second chunk is sent once the first is acknowledged")
 	assert.Equal(t, int64(protocol.MaxChunkBytes), got.Offset)
-	require.NoError(t, <-wrote)
+	require.NoError(t, await(t, wrote, "the second Write returns once the first chunk is acknowledged"))
 
-	done := make(chan error, 1)
-	go func() { _, err := w.Commit(); done <- err }()
-	hh.answer <- heldAnswer{} // Commit waits for the chunk in flight
-	require.NoError(t, <-done)
+	committed := make(chan error, 1)
+	go func() { _, err := w.Commit(); committed <- err }()
+	hh.answerHeld(t, heldAnswer{}, "the second chunk is held at the host while Commit waits")
+	require.NoError(t, await(t, committed, "Commit returns once the chunk in flight is acknowledged"))
 	hh.mu.Lock()
 	defer hh.mu.Unlock()
 	assert.Equal(t, append(chunkOf('a'), chunkOf('b')...), hh.data)
@@ -155,6 +204,9 @@ func TestArtifactWriterSendsOnlyOnceTheChunkBeforeIsAcknowledged(t *testing.T) {
 // the end of ctx while a chunk is in flight is what the next Write (or
 // Commit) returns, and the writer stays failed; Abort still discards.
 func TestArtifactWriterFailureInFlight(t *testing.T) {
+	// Worded apart from the host's refusal of a commit, so that a Commit
+	// that does not wait for the chunk in flight cannot pass for one that
+	// returns its refusal.
 	refused := protocol.NewError(protocol.CodeConflict, "offset is not the artifact's size")
 	for _, tc := range []struct {
 		name   string
@@ -162,7 +214,10 @@ func TestArtifactWriterFailureInFlight(t *testing.T) {
 		cancel bool
 		want   func(t *testing.T, err error)
 	}{
-		{"refused", heldAnswer{err: refused}, false, func(t *testing.T, err error) { assert.ErrorIs(t, err, protocol.ErrConflict) }},
+		{"refused", heldAnswer{err: refused}, false, func(t *testing.T, err error) {
+			assert.ErrorIs(t, err, protocol.ErrConflict)
+			assert.ErrorContains(t, err, "offset is not the artifact's size")
+		}},
 		{"short acknowledgement", heldAnswer{size: 5}, false, func(t *testing.T, err error) {
 			assert.ErrorContains(t, err, fmt.Sprintf("host acknowledged 5 bytes, want %d", protocol.MaxChunkBytes))
 		}},
@@ -175,23 +230,29 @@ func TestArtifactWriterFailureInFlight(t *testing.T) {
 				hh, host := newHeldHost(t)
 				w, err := host.CreateArtifact(ctx, protocol.ArtifactCreateParams{RunID: "run-1", Name: "a"})
 				require.NoError(t, err)
-				_, err = w.Write(chunkOf('a'))
-				require.NoError(t, err, "sent, not yet acknowledged")
-				<-hh.arrived
+				require.NoError(t, returns(t, "Write returns before the host acknowledges its chunk", func() error {
+					_, err := w.Write(chunkOf('a'))
+					return err
+				}), "sent, not yet acknowledged")
+				await(t, hh.arrived, "Write sends its chunk")
 				if tc.cancel {
 					cancel()
 				} else {
-					hh.answer <- tc.answer
+					hh.answerHeld(t, tc.answer, "the chunk is held at the host")
 				}
-				switch next {
-				case "write":
-					_, err = w.Write(chunkOf('b'))
-				case "commit":
-					_, err = w.Commit()
-				}
-				require.Error(t, err)
+				err = returns(t, "the "+next+" after a failure in flight returns", func() error {
+					switch next {
+					case "write":
+						_, err := w.Write(chunkOf('b'))
+						return err
+					default:
+						_, err := w.Commit()
+						return err
+					}
+				})
+				require.Error(t, err, "the %s after a failure in flight returns it", next)
 				if tc.cancel {
-					assert.Equal(t, int64(0), <-hh.cancelled, "the chunk in flight is cancelled at the host")
+					assert.Equal(t, int64(0), await(t, hh.cancelled, "the chunk in flight is cancelled at the host when ctx ends"))
 				}
 				tc.want(t, err)
 				select {
@@ -199,13 +260,19 @@ func TestArtifactWriterFailureInFlight(t *testing.T) {
 					t.Fatalf("chunk at %d sent after the one before it failed", p.Offset)
 				default:
 				}
-				_, again := w.Write([]byte("more"))
+				again := returns(t, "a Write on a failed writer returns", func() error {
+					_, err := w.Write([]byte("more"))
+					return err
+				})
 				assert.Equal(t, err, again, "the writer stays failed")
-				assert.Equal(t, err, w.Flush())
-				_, again = w.Commit()
+				assert.Equal(t, err, returns(t, "a Flush on a failed writer returns", w.Flush))
+				again = returns(t, "a Commit on a failed writer returns", func() error {
+					_, err := w.Commit()
+					return err
+				})
 				assert.Equal(t, err, again)
 				if !tc.cancel {
-					require.NoError(t, w.Abort())
+					require.NoError(t, returns(t, "Abort returns", w.Abort))
 					hh.mu.Lock()
 					assert.True(t, hh.aborted)
 					hh.mu.Unlock()
