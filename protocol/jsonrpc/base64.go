@@ -8,9 +8,11 @@ import (
 
 // Decoding base64 for artifact chunks, the protocol's only big values
 // (unmarshal's []byte fields): the standard encoding as encoding/base64
-// has it, but two characters (twelve bits) per table lookup instead of
-// one (BenchmarkBase64). Whatever the fast loop does not cover, the tail
-// with its padding and every input it refuses, goes through
+// has it, but 32 characters a step with AVX2 where the CPU has it
+// (base64_amd64.s), then two characters (twelve bits) per table lookup
+// instead of one (BenchmarkBase64: a 64 KiB chunk in about a tenth of
+// encoding/base64's time). Whatever the fast loops do not cover, the tail
+// with its padding and every input they refuse, goes through
 // encoding/base64 itself, so the outcome, errors included, is
 // encoding/base64's. (Encoding is protocol.ArtifactWriteParams'.)
 
@@ -54,9 +56,16 @@ func decodeBase64(dst, src []byte) (int, error) {
 	if len(src) < 64 {
 		return base64.StdEncoding.Decode(dst, src)
 	}
+	// 32 characters a step where the CPU can (AVX2), then the pairs.
+	si, di := decodeBase64Blocks(dst, src)
+	return decodeBase64Pairs(dst, src, si, di)
+}
+
+// decodeBase64Pairs is decodeBase64 of src, whose first si characters
+// are decoded already into dst[:di].
+func decodeBase64Pairs(dst, src []byte, si, di int) (int, error) {
 	b64Tables.Do(buildBase64Tables)
 	dec := b64Decode
-	si, di := 0, 0
 	// Eight characters a step, the last eight (which may hold padding)
 	// left to encoding/base64; six bytes out, written as eight.
 	for len(src)-si > 8 && len(dst)-di >= 8 {

@@ -1,8 +1,10 @@
 package jsonrpc
 
 import (
+	"bytes"
 	"encoding/base64"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -52,6 +54,67 @@ func TestDecodeBase64RefusesAsEncodingBase64(t *testing.T) {
 	}
 }
 
+// The block decoder stops at the 32-character block that holds a
+// character outside the alphabet, whatever the character and wherever in
+// the block, and what it decoded before is encoding/base64's.
+func TestDecodeBase64BlocksStopAtTheBadBlock(t *testing.T) {
+	src := make([]byte, 96)
+	for i := range src {
+		src[i] = byte(i * 11)
+	}
+	good := []byte(base64.StdEncoding.EncodeToString(src)) // 128 characters
+	want := make([]byte, len(src))
+	_, err := base64.StdEncoding.Decode(want, good)
+	require.NoError(t, err)
+	dst := make([]byte, len(good))
+	consumed, written := decodeBase64Blocks(dst, good)
+	if consumed == 0 {
+		t.Skip("no block decoder on this CPU")
+	}
+	// Three blocks: the fourth is within the 40 characters left over.
+	require.Equal(t, 96, consumed)
+	require.Equal(t, 72, written)
+	require.Equal(t, want[:written], dst[:written])
+	for c := range 256 {
+		valid := strings.IndexByte(b64Alphabet, byte(c)) >= 0
+		for _, at := range []int{0, 1, 15, 16, 31, 32, 33, 47, 63, 64, 95} {
+			in := bytes.Clone(good)
+			in[at] = byte(c)
+			consumed, written := decodeBase64Blocks(dst, in)
+			if valid {
+				require.Equal(t, 96, consumed, "%q at %d", c, at)
+				continue
+			}
+			block := at / 32 * 32
+			require.Equal(t, block, consumed, "%q at %d", c, at)
+			require.Equal(t, block/4*3, written, "%q at %d", c, at)
+			require.Equal(t, want[:written], dst[:written], "%q at %d", c, at)
+		}
+	}
+}
+
+// The block decoder stays within dst and leaves the last 8 characters or
+// more to the caller, for every length of either.
+func TestDecodeBase64BlocksStayInBounds(t *testing.T) {
+	src := make([]byte, 150)
+	for i := range src {
+		src[i] = byte(i * 13)
+	}
+	enc := []byte(base64.StdEncoding.EncodeToString(src))
+	const guard = 64
+	for n := range len(enc) + 1 {
+		for room := 0; room <= n; room += 7 {
+			buf := bytes.Repeat([]byte{0xAA}, room+guard)
+			consumed, written := decodeBase64Blocks(buf[:room:room], enc[:n])
+			require.Zero(t, consumed%32, "%d characters, room %d", n, room)
+			require.Equal(t, consumed/4*3, written)
+			require.LessOrEqual(t, consumed, max(0, n-9), "%d characters, room %d", n, room)
+			require.LessOrEqual(t, written+8, max(8, room), "%d characters, room %d", n, room)
+			require.Equal(t, bytes.Repeat([]byte{0xAA}, guard), buf[room:], "wrote past dst: %d characters, room %d", n, room)
+		}
+	}
+}
+
 // FuzzDecodeBase64: for any input the fast decoder's outcome is
 // encoding/base64's. The seed corpus is under testdata/fuzz/FuzzDecodeBase64.
 func FuzzDecodeBase64(f *testing.F) {
@@ -67,8 +130,9 @@ func FuzzDecodeBase64(f *testing.F) {
 	})
 }
 
-// BenchmarkBase64 decodes one 64 KiB chunk with encoding/base64 and with
-// the pair table, in the same run.
+// BenchmarkBase64 decodes one 64 KiB chunk with encoding/base64, with
+// the pair table alone and with decodeBase64 (AVX2 blocks, then pairs),
+// in the same run.
 func BenchmarkBase64(b *testing.B) {
 	src := make([]byte, 64<<10)
 	for i := range src {
@@ -78,7 +142,8 @@ func BenchmarkBase64(b *testing.B) {
 	dst := make([]byte, len(enc))
 	for name, decode := range map[string]func(dst, src []byte) (int, error){
 		"decode/encoding-base64": base64.StdEncoding.Decode,
-		"decode/pairs":           decodeBase64,
+		"decode/pairs":           func(dst, src []byte) (int, error) { return decodeBase64Pairs(dst, src, 0, 0) },
+		"decode/fast":            decodeBase64,
 	} {
 		b.Run(name, func(b *testing.B) {
 			b.SetBytes(int64(len(src)))
