@@ -73,3 +73,32 @@ func FuzzArtifactWriteParamsAppendJSON(f *testing.F) {
 		require.Equal(t, want, got)
 	})
 }
+
+// BenchmarkArtifactWriteParamsAppendJSON encodes one 64 KiB chunk's
+// params as the SDK's writer does, and with json.Marshal for the ratio in
+// the same run (-tags purego: without the AVX2 blocks).
+func BenchmarkArtifactWriteParamsAppendJSON(b *testing.B) {
+	data := make([]byte, 64<<10)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	p := protocol.ArtifactWriteParams{ArtifactID: "art_0123456789abcdef", Offset: 1 << 20, Data: data}
+	b.Run("append", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		var buf []byte
+		for b.Loop() {
+			var err error
+			if buf, err = p.AppendJSON(buf[:0]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		for b.Loop() {
+			if _, err := json.Marshal(p); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
