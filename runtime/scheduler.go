@@ -199,19 +199,21 @@ type StartTx interface {
 	// is due after now. A page is short only at the end.
 	PendingWork(after, retryPrefix string, now time.Time, limit int) ([]Work, error)
 	// SetWorkState stores w in state if the stored Work is at w.Revision,
-	// and returns the stored Work with its new revision, logging its
-	// ChangeWork as PutWork does. Only the state changes: the rest of
-	// the stored Work stays as it is. A Work at another revision is
-	// ErrConflict, an absent one ErrNotFound; either writes nothing.
+	// and returns w in state at its new revision, as PutWork of w in
+	// state returns it, logging its ChangeWork as PutWork does. Only the
+	// state changes: the rest of the stored Work stays as it is (w is the
+	// Work as read at its revision, and a revision names one content). A
+	// Work at another revision is ErrConflict, an absent one ErrNotFound;
+	// either writes nothing.
 	SetWorkState(w Work, state WorkState) (Work, error)
-	// MarkRunning sets Execution executionID, when it is starting and its
-	// lease's current, unreleased epoch is epoch, to running at epoch,
-	// with recovery as its recovery metadata (nil keeps what is stored),
-	// and returns it with marked=true. Otherwise it writes nothing and
-	// returns marked=false with no error, so the caller's general path
-	// finds out what the Execution is and refuses as it would. Invalid
-	// recovery metadata is ErrInvalid.
-	MarkRunning(executionID string, epoch int64, recovery []byte) (x Execution, marked bool, err error)
+	// MarkRunning sets Execution x (as its start stored it), when it is
+	// starting and its lease's current, unreleased epoch is x.Epoch, to
+	// running at x.Epoch, with recovery as its recovery metadata (nil
+	// keeps what is stored), and returns it with marked=true. Otherwise it
+	// writes nothing and returns marked=false with no error, so the
+	// caller's general path finds out what the Execution is and refuses
+	// as it would. Invalid recovery metadata is ErrInvalid.
+	MarkRunning(x Execution, recovery []byte) (marked Execution, ok bool, err error)
 }
 
 // attempt is one started execution as its observer holds it.
@@ -342,7 +344,7 @@ func (e *Engine) begin(ctx context.Context, c *engineConf, cl *claim) Execution 
 		// same transaction: a run that can be adopted is alive.
 		x = *running
 	} else if err := transactDeferSync(ctx, e.store, func(tx Tx) error {
-		cur, err := markRunning(tx, x.ID, x.Epoch)
+		cur, err := markRunning(tx, x)
 		if err == nil && cur != nil {
 			x = *cur
 		}
@@ -385,20 +387,20 @@ func (e *Engine) persister(executionID string, epoch int64) RecoveryPersister {
 	}
 }
 
-// markRunning marks a starting execution running, fenced by epoch, and
-// returns it; nil when it is no longer starting.
-func markRunning(tx Tx, executionID string, epoch int64) (*Execution, error) {
+// markRunning marks starting execution x running, fenced by its epoch,
+// and returns it; nil when it is no longer starting.
+func markRunning(tx Tx, x Execution) (*Execution, error) {
 	if m, ok := tx.(StartTx); ok {
-		x, marked, err := m.MarkRunning(executionID, epoch, nil) // nil: keeps the metadata
+		marked, ok, err := m.MarkRunning(x, nil) // nil: keeps the metadata
 		if err != nil {
 			return nil, err
 		}
-		if marked {
-			return &x, nil
+		if ok {
+			return &marked, nil
 		}
 		// Not marked: the general path below finds out why.
 	}
-	cur, err := tx.Execution(executionID)
+	cur, err := tx.Execution(x.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -406,7 +408,7 @@ func markRunning(tx Tx, executionID string, epoch int64) (*Execution, error) {
 		return nil, nil
 	}
 	cur.State = ExecutionRunning
-	cur.Epoch = epoch // the write is fenced by the epoch this attempt holds
+	cur.Epoch = x.Epoch // the write is fenced by the epoch this attempt holds
 	cur, err = tx.PutExecution(cur)
 	if err != nil {
 		return nil, err
@@ -438,7 +440,7 @@ func (e *Engine) startPersister(x Execution, running *atomic.Pointer[Execution])
 					if replace == nil {
 						replace = json.RawMessage{} // stored as none, not kept
 					}
-					stored, done, err := m.MarkRunning(x.ID, x.Epoch, replace)
+					stored, done, err := m.MarkRunning(x, replace)
 					if err != nil {
 						return fmt.Errorf("persist recovery of execution %q: %w", x.ID, err)
 					}

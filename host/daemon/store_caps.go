@@ -72,8 +72,8 @@ func (t startingTx) SetWorkState(w runtime.Work, state runtime.WorkState) (runti
 	return t.start.SetWorkState(w, state)
 }
 
-func (t startingTx) MarkRunning(executionID string, epoch int64, recovery []byte) (runtime.Execution, bool, error) {
-	x, marked, err := t.start.MarkRunning(executionID, epoch, recovery)
+func (t startingTx) MarkRunning(x runtime.Execution, recovery []byte) (runtime.Execution, bool, error) {
+	x, marked, err := t.start.MarkRunning(x, recovery)
 	if err == nil && marked {
 		t.note(x)
 	}

@@ -26,6 +26,7 @@ func TestEngineStoreKeepsTheStartTx(t *testing.T) {
 	es := ns.engineStore()
 	ctx := context.Background()
 	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	var started runtime.Execution
 	require.NoError(t, es.Transact(ctx, func(tx runtime.Tx) error {
 		_, ok := tx.(runtime.StartTx)
 		require.True(t, ok, "a transaction keeps the StartTx")
@@ -36,13 +37,13 @@ func TestEngineStoreKeepsTheStartTx(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		_, err = tx.PutExecution(runtime.Execution{ID: "x-1", WorkID: "w-1", Attempt: 1, Executor: "e",
+		started, err = tx.PutExecution(runtime.Execution{ID: "x-1", WorkID: "w-1", Attempt: 1, Executor: "e",
 			Lease: l.Name, Epoch: l.Epoch, State: runtime.ExecutionStarting})
 		return err
 	}))
 	before := ns.journal.latest()
 	require.NoError(t, es.(runtime.DeferredSyncStore).TransactDeferSync(ctx, func(tx runtime.Tx) error {
-		_, marked, err := tx.(runtime.StartTx).MarkRunning("x-1", 1, []byte(`{"run":1}`))
+		_, marked, err := tx.(runtime.StartTx).MarkRunning(started, []byte(`{"run":1}`))
 		require.True(t, marked)
 		return err
 	}))

@@ -1,10 +1,10 @@
 package sqlite
 
 import (
+	"bytes"
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/open-conduit/open-conduit/runtime"
@@ -222,35 +222,50 @@ func utc(t time.Time) time.Time {
 	return t.UTC()
 }
 
-// MarkRunning implements runtime.StartTx: one UPDATE whose WHERE
-// is the state check and the fence, returning the row it wrote.
-func (t *tx) MarkRunning(executionID string, epoch int64, recovery []byte) (runtime.Execution, bool, error) {
-	if err := runtime.ValidateIdentifier("execution id", executionID); err != nil {
+// MarkRunning implements runtime.StartTx: one UPDATE whose WHERE is the
+// state check and the fence. With new metadata, the Execution returned is
+// x as the update leaves it, not read back (RETURNING costs SQLite a
+// temporary table and a statement journal, more than the update); when
+// the stored metadata is kept, the statement returns the row it wrote, so
+// the metadata returned is what is stored.
+func (t *tx) MarkRunning(x runtime.Execution, recovery []byte) (runtime.Execution, bool, error) {
+	if err := runtime.ValidateIdentifier("execution id", x.ID); err != nil {
 		return runtime.Execution{}, false, err
 	}
 	if err := runtime.ValidateJSON("execution recovery", recovery); err != nil {
 		return runtime.Execution{}, false, err
 	}
-	set, args := `recovery = recovery`, []any{epoch, t.stamp()}
-	if recovery != nil {
-		set, args = `recovery = ?`, append(args, blob(recovery))
+	const where = `WHERE id = ? AND state = '` + string(runtime.ExecutionStarting) + `' AND EXISTS (SELECT 1 FROM leases l
+			WHERE l.name = executions.lease AND l.epoch = ? AND NOT l.released)`
+	now := t.stamp()
+	if recovery == nil {
+		row, err := t.q.row(`UPDATE executions SET state = '`+string(runtime.ExecutionRunning)+`', epoch = ?, updated_at = ?
+		`+where+` RETURNING `+executionCols, x.Epoch, now, x.ID, x.Epoch)
+		if err != nil {
+			return runtime.Execution{}, false, t.execErr("mark running", err)
+		}
+		marked, err := scanExecution(row)
+		if errors.Is(err, sql.ErrNoRows) {
+			return runtime.Execution{}, false, nil
+		}
+		if err != nil {
+			return runtime.Execution{}, false, t.execErr("mark running", err)
+		}
+		t.q.wrote = true
+		return marked, true, nil
 	}
-	args = append(args, executionID, string(runtime.ExecutionStarting), epoch)
-	row, err := t.q.row(`UPDATE executions SET state = '`+string(runtime.ExecutionRunning)+`', epoch = ?, updated_at = ?, `+set+`
-		WHERE id = ? AND state = ? AND EXISTS (SELECT 1 FROM leases l
-			WHERE l.name = executions.lease AND l.epoch = ? AND NOT l.released)
-		RETURNING `+executionCols, args...)
+	res, err := t.q.exec(`UPDATE executions SET state = '`+string(runtime.ExecutionRunning)+`', epoch = ?, updated_at = ?, recovery = ?
+		`+where, x.Epoch, now, blob(recovery), x.ID, x.Epoch)
 	if err != nil {
 		return runtime.Execution{}, false, t.execErr("mark running", err)
 	}
-	x, err := scanExecution(row)
-	if errors.Is(err, sql.ErrNoRows) {
+	switch n, err := res.RowsAffected(); {
+	case err != nil:
+		return runtime.Execution{}, false, t.execErr("mark running", err)
+	case n == 0:
 		return runtime.Execution{}, false, nil
 	}
-	if err != nil {
-		return runtime.Execution{}, false, t.execErr("mark running", err)
-	}
-	t.q.wrote = true
+	x.State, x.Recovery, x.UpdatedAt = runtime.ExecutionRunning, rawJSON(bytes.Clone(recovery)), fromNanos(now)
 	return x, true, nil
 }
 
@@ -276,13 +291,13 @@ func (t *tx) PersistRecovery(executionID string, epoch int64, recovery []byte) e
 	return nil
 }
 
-// workReturning is workCols for a RETURNING clause, which names no alias.
-var workReturning = strings.ReplaceAll(workCols, "w.", "")
-
 // SetWorkState implements runtime.StartTx: one UPDATE of the state, the
 // revision and the update time, whose WHERE is the revision check. Only
 // the state index changes (PutWork rewrites every column, and so its scope
-// index entry too), and nothing is read unless the check refuses.
+// index entry too), and nothing is read unless the check refuses. The
+// Work returned is built from w, as PutWork's is, not read back: an
+// UPDATE with RETURNING costs SQLite a temporary table and a statement
+// journal, more than the update itself.
 func (t *tx) SetWorkState(w runtime.Work, state runtime.WorkState) (runtime.Work, error) {
 	if err := t.refuseChange(); err != nil {
 		return runtime.Work{}, err
@@ -296,13 +311,16 @@ func (t *tx) SetWorkState(w runtime.Work, state runtime.WorkState) (runtime.Work
 	if w.Revision <= 0 {
 		return runtime.Work{}, fmt.Errorf("%w: work %q: a state change needs the stored revision, not %d", runtime.ErrInvalid, w.ID, w.Revision)
 	}
-	row, err := t.q.row(`UPDATE works SET state = ?, revision = revision + 1, updated_at = ?
-		WHERE id = ? AND revision = ? RETURNING `+workReturning, string(state), t.stamp(), w.ID, w.Revision)
+	now := t.stamp()
+	res, err := t.q.exec(`UPDATE works SET state = ?, revision = revision + 1, updated_at = ?
+		WHERE id = ? AND revision = ?`, string(state), now, w.ID, w.Revision)
 	if err != nil {
 		return runtime.Work{}, t.execErr("set work state", err)
 	}
-	stored, err := scanWork(row)
-	if errors.Is(err, sql.ErrNoRows) {
+	switch n, err := res.RowsAffected(); {
+	case err != nil:
+		return runtime.Work{}, t.execErr("set work state", err)
+	case n == 0:
 		// Refused: read the Work to say why, as PutWork does.
 		cur, err := t.Work(w.ID)
 		if errors.Is(err, runtime.ErrNotFound) {
@@ -313,15 +331,12 @@ func (t *tx) SetWorkState(w runtime.Work, state runtime.WorkState) (runtime.Work
 		}
 		return runtime.Work{}, fmt.Errorf("%w: work %q is at revision %d, not %d", runtime.ErrConflict, w.ID, cur.Revision, w.Revision)
 	}
-	if err != nil {
-		return runtime.Work{}, t.execErr("set work state", err)
-	}
-	t.q.wrote = true
-	if err := t.logChange(runtime.Change{Kind: runtime.ChangeWork, ID: stored.ID, ScopeID: stored.ScopeID,
-		State: stored.State, Revision: stored.Revision, At: stored.UpdatedAt}); err != nil {
+	w.State, w.Revision, w.UpdatedAt = state, w.Revision+1, fromNanos(now)
+	if err := t.logChange(runtime.Change{Kind: runtime.ChangeWork, ID: w.ID, ScopeID: w.ScopeID,
+		State: w.State, Revision: w.Revision, At: w.UpdatedAt}); err != nil {
 		return runtime.Work{}, err
 	}
-	return stored, nil
+	return w, nil
 }
 
 // PendingWork implements runtime.StartTx: one read that leaves

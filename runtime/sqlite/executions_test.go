@@ -121,9 +121,12 @@ func TestMarkRunningAgreesWithReadingAndPutting(t *testing.T) {
 				fastX, generalX           runtime.Execution
 				fastMarked, generalMarked bool
 			)
+			// The Execution as its start stored it, at the case's ID and epoch.
+			x := before
+			x.ID, x.Epoch = c.id, c.epoch
 			require.NoError(t, fast.Transact(t.Context(), func(tx runtime.Tx) error {
 				var err error
-				fastX, fastMarked, err = tx.(runtime.StartTx).MarkRunning(c.id, c.epoch, c.recovery)
+				fastX, fastMarked, err = tx.(runtime.StartTx).MarkRunning(x, c.recovery)
 				return err
 			}))
 			require.NoError(t, general.Transact(t.Context(), func(tx runtime.Tx) error {
@@ -152,18 +155,19 @@ func TestMarkRunningAgreesWithReadingAndPutting(t *testing.T) {
 func TestMarkRunningRefusesInvalidMetadata(t *testing.T) {
 	s := fixedStore(t)
 	ctx := t.Context()
+	var x runtime.Execution
 	require.NoError(t, s.Transact(ctx, func(tx runtime.Tx) error {
 		l, err := tx.AcquireLease(runtime.LeaseRequest{Name: "work/w-1", Holder: "engine", Now: leaseT0, TTL: time.Hour})
 		if err != nil {
 			return err
 		}
-		_, err = tx.PutExecution(runtime.Execution{ID: "x-1", WorkID: "w-1", Attempt: 1, Lease: l.Name, Epoch: l.Epoch,
+		x, err = tx.PutExecution(runtime.Execution{ID: "x-1", WorkID: "w-1", Attempt: 1, Lease: l.Name, Epoch: l.Epoch,
 			State: runtime.ExecutionStarting})
 		return err
 	}))
 	for name, doc := range map[string]string{"duplicate key": `{"a":1,"a":2}`, "not JSON": `{"a":`, "invalid UTF-8": "\"\xff\""} {
 		err := s.Transact(ctx, func(tx runtime.Tx) error {
-			_, _, err := tx.(runtime.StartTx).MarkRunning("x-1", 1, []byte(doc))
+			_, _, err := tx.(runtime.StartTx).MarkRunning(x, []byte(doc))
 			return err
 		})
 		assert.ErrorIs(t, err, runtime.ErrInvalid, name)
