@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -278,7 +279,7 @@ type Delivery struct {
 // payload mints new identities rather than conflicting with the Events an
 // older release accepted.
 func (x *extension) deliveryID(r Record) string {
-	return fmt.Sprintf("%s@%s.s%d", r.ID, r.Rev, x.codec.version)
+	return r.ID + "@" + r.Rev + ".s" + strconv.Itoa(x.codec.version)
 }
 
 func (x *extension) draft(source string, r Record) (protocol.EventDraft, error) {
