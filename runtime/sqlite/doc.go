@@ -30,10 +30,12 @@
 //
 // The store counts the sequence of the last Event its own commits
 // accepted (runtime.CommittedSequenceStore), so the engine's routing pass
-// knows without a read that nothing is left to route. The count sees this
-// Store's commits only: it holds because one daemon owns a state
-// directory (its state lock), and an Event written into the database by
-// another process while the store is open is outside that contract.
+// knows without a read that nothing is left to route, and the active
+// Waits, so a write transaction's WaitsForKey reads nothing while none is
+// active (a push routed to new Work). The counts see this Store's commits
+// only: they hold because one daemon owns a state directory (its state
+// lock), and an Event or a Wait written into the database by another
+// process while the store is open is outside that contract.
 //
 // The schema is versioned in the schema_version table and migrated
 // forward, one migration per transaction, when the store opens; a database

@@ -57,6 +57,14 @@ type Store struct {
 	// such a commit failed, the count then ahead of the log.
 	committedSeq atomic.Int64
 	seqUnknown   atomic.Bool
+
+	// activeWaits counts the active Waits, kept as committedSeq is: a
+	// transaction's change to it is added just before its commit, and a
+	// commit that failed after changing it leaves it unknown for good.
+	// While it is known and 0, a write transaction's WaitsForKey reads
+	// nothing. It is exact while this Store is the database's only writer.
+	activeWaits  atomic.Int64
+	waitsUnknown atomic.Bool
 }
 
 // DeferredSyncBound is how long a deferred-sync commit may stay off the
@@ -135,6 +143,12 @@ func Open(dir string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: open: latest sequence: %w", err)
 	}
 	s.committedSeq.Store(latest)
+	var active int64
+	if err := s.writer.QueryRow(`SELECT count(*) FROM waits INDEXED BY waits_one_active WHERE state = 'active'`).Scan(&active); err != nil {
+		s.writer.Close()
+		return nil, fmt.Errorf("sqlite: open: active waits: %w", err)
+	}
+	s.activeWaits.Store(active)
 
 	readQ := url.Values{}
 	for k, v := range common {
@@ -315,7 +329,11 @@ func (s *Store) TransactDeferSync(ctx context.Context, fn func(runtime.Tx) error
 
 // run runs fn in sqlTx and commits it.
 func (s *Store) run(ctx context.Context, sqlTx *sql.Tx, fn func(runtime.Tx) error, deferSync bool) error {
-	t := &tx{reader: reader{q: querier{ctx: ctx, tx: sqlTx, cache: s.wstmts}}, now: s.now, deferSync: deferSync}
+	t := &tx{reader: reader{q: querier{ctx: ctx, tx: sqlTx, cache: s.wstmts}}, now: s.now, deferSync: deferSync,
+		activeWaits: s.activeWaits.Load()}
+	if s.waitsUnknown.Load() {
+		t.activeWaits = -1
+	}
 	finished := false
 	defer func() {
 		t.q.done = true
@@ -345,6 +363,9 @@ func (s *Store) run(ctx context.Context, sqlTx *sql.Tx, fn func(runtime.Tx) erro
 		// it ahead, so the store stops vouching.
 		s.committedSeq.Store(t.acceptedSeq)
 	}
+	if t.waitDelta != 0 {
+		s.activeWaits.Add(t.waitDelta) // counted as committedSeq is
+	}
 	// A COMMIT the database refuses (a deferred foreign key, a busy lock)
 	// leaves SQLite inside the transaction; the driver's Commit rolls it
 	// back before database/sql gives the connection back to the pool, where
@@ -353,6 +374,9 @@ func (s *Store) run(ctx context.Context, sqlTx *sql.Tx, fn func(runtime.Tx) erro
 	if err := sqlTx.Commit(); err != nil {
 		if t.acceptedSeq > 0 {
 			s.seqUnknown.Store(true)
+		}
+		if t.waitDelta != 0 {
+			s.waitsUnknown.Store(true)
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()

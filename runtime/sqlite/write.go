@@ -54,6 +54,10 @@ type tx struct {
 	// fence of a later write in it needs no read (every lease write goes
 	// through putLease).
 	leases map[string]runtime.Lease
+	// activeWaits is the store's count of active Waits as this
+	// transaction began, -1 when the store does not know it; waitDelta is
+	// what this transaction's writes changed it by.
+	activeWaits, waitDelta int64
 }
 
 // errDeferredChange refuses a Change in a deferred-sync transaction: a
@@ -542,6 +546,7 @@ func (t *tx) PutWait(w runtime.Wait) (runtime.Wait, error) {
 	if len(w.Keys) == 0 {
 		w.Keys = nil
 	}
+	wasActive := exists && stored.State == runtime.WaitActive
 	w.Deadline, w.ResolvedAt = utc(w.Deadline), utc(w.ResolvedAt)
 	_, err = t.q.exec(`INSERT INTO waits (id, work_id, keys, target, description, progress, owner, state,
 		deadline, created_at, resolved_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -552,6 +557,13 @@ func (t *tx) PutWait(w runtime.Wait) (runtime.Wait, error) {
 		nanos(w.Deadline), nanos(w.CreatedAt), nanos(w.ResolvedAt))
 	if err != nil {
 		return runtime.Wait{}, t.execErr("put wait", err)
+	}
+	// Counted once the row is written, whatever follows.
+	switch isActive := w.State == runtime.WaitActive; {
+	case isActive && !wasActive:
+		t.waitDelta++
+	case wasActive && !isActive:
+		t.waitDelta--
 	}
 	if exists {
 		if _, err := t.q.exec(`DELETE FROM wait_keys WHERE wait_id = ?`, w.ID); err != nil {
@@ -564,6 +576,19 @@ func (t *tx) PutWait(w runtime.Wait) (runtime.Wait, error) {
 		}
 	}
 	return w, nil
+}
+
+// WaitsForKey is the reader's, except that a transaction that knows no
+// Wait is active reads nothing: a push routed to new Work, where no Wait
+// is waiting, spares its key's lookup.
+func (t *tx) WaitsForKey(key string) ([]runtime.Wait, error) {
+	if t.activeWaits >= 0 && t.activeWaits+t.waitDelta == 0 {
+		if t.q.done {
+			return nil, errTxDone
+		}
+		return nil, nil
+	}
+	return t.reader.WaitsForKey(key)
 }
 
 func (t *tx) SetWaitProgress(waitID, owner, progress string) error {
