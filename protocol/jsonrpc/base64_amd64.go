@@ -2,14 +2,6 @@
 
 package jsonrpc
 
-// hasAVX2 says the CPU and the OS support AVX2, which decodeBase64Blocks
-// needs.
-var hasAVX2 = cpuHasAVX2()
-
-// cpuHasAVX2 asks CPUID for AVX2 and XGETBV for the OS saving the YMM
-// registers.
-func cpuHasAVX2() bool
-
 // decodeBase64AVX2 decodes base64 32 characters at a time into 24 bytes,
 // with AVX2, while src holds more than 40 characters and dst room for 32
 // bytes (each step stores 32, of which 24 count). It stops at the first

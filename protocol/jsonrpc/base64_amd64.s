@@ -67,37 +67,6 @@ DATA b64Lanes<>+0x10(SB)/8, $0x0000000600000005
 DATA b64Lanes<>+0x18(SB)/8, $0x0000000000000000
 GLOBL b64Lanes<>(SB), RODATA|NOPTR, $32
 
-// func cpuHasAVX2() bool
-TEXT ·cpuHasAVX2(SB), NOSPLIT, $0-1
-	XORL AX, AX
-	CPUID
-	CMPL AX, $7
-	JB   no
-	MOVL $1, AX
-	XORL CX, CX
-	CPUID
-	// OSXSAVE (bit 27) and AVX (bit 28).
-	ANDL $0x18000000, CX
-	CMPL CX, $0x18000000
-	JNE  no
-	// The OS saves the XMM and YMM state (XCR0 bits 1 and 2).
-	XORL CX, CX
-	XGETBV
-	ANDL $6, AX
-	CMPL AX, $6
-	JNE  no
-	MOVL $7, AX
-	XORL CX, CX
-	CPUID
-	// AVX2 (leaf 7, EBX bit 5).
-	SHRL $5, BX
-	ANDL $1, BX
-	MOVB BX, ret+0(FP)
-	RET
-no:
-	MOVB $0, ret+0(FP)
-	RET
-
 // func decodeBase64AVX2(dst, src []byte) (consumed, written int)
 TEXT ·decodeBase64AVX2(SB), NOSPLIT, $0-64
 	MOVQ dst_base+0(FP), DI

@@ -349,15 +349,22 @@ func skipLiteral(b []byte, i int, lit string) (int, error) {
 
 // skipString validates the string starting at b[i] == '"'. Runs of plain
 // ASCII bytes, which make up nearly all of a base64 payload, are skipped
-// eight at a time. With sn set, multi-byte UTF-8 and \u escapes are
-// checked for the strict rule too.
+// in one pass (plainRun, with AVX2), else eight at a time. With sn set,
+// multi-byte UTF-8 and \u escapes are checked for the strict rule too.
 func skipString(b []byte, i int, sn *strictNote) (int, error) {
 	i++
-	if q := bytes.IndexByte(b[i:], '"'); q >= longStringBytes && longStringFastPath && plainText(b[i:i+q]) {
-		// A long string with nothing to check before its first quote
-		// (base64: an artifact chunk) ends there: what the loop below
-		// finds, a few times faster.
-		return i + q + 1, nil
+	if longStringFastPath {
+		// What the loop below finds, a few times faster: the bytes with
+		// nothing to check are skipped, and a string that has no other
+		// (base64: an artifact chunk) ends at its first quote.
+		if n := plainRun(b[i:]); n > 0 {
+			i += n
+			if i < len(b) && b[i] == '"' {
+				return i + 1, nil
+			}
+		} else if q := bytes.IndexByte(b[i:], '"'); q >= longStringBytes && plainText(b[i:i+q]) {
+			return i + q + 1, nil
+		}
 	}
 	for i < len(b) {
 		for len(b)-i >= 8 && !hasSpecial(binary.LittleEndian.Uint64(b[i:])) {
