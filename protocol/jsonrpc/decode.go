@@ -70,12 +70,11 @@ func unmarshal(data []byte, v any) error {
 	for i, m := range big {
 		f := elem.Field(m.field)
 		body := data[m.start+1 : m.end-1]
-		plain := bytes.IndexByte(body, '\\') < 0
 		switch f.Kind() {
 		case reflect.Slice:
-			if !plain {
-				return json.Unmarshal(data, v)
-			}
+			// An escape needs no look of its own: a backslash is not
+			// base64, so the decode refuses it and encoding/json, which
+			// resolves escapes, decodes the member instead.
 			need := base64.StdEncoding.DecodedLen(len(body))
 			b := held[i]
 			if cap(b) >= need {
@@ -85,11 +84,11 @@ func unmarshal(data []byte, v any) error {
 			}
 			n, err := decodeBase64(b, body)
 			if err != nil {
-				return json.Unmarshal(data, v) // for encoding/json's own error
+				return json.Unmarshal(data, v) // escapes, or encoding/json's own error
 			}
 			f.SetBytes(b[:n])
 		case reflect.String:
-			if !plain || !utf8.Valid(body) {
+			if bytes.IndexByte(body, '\\') >= 0 || !utf8.Valid(body) {
 				var s string
 				if err := json.Unmarshal(data[m.start:m.end], &s); err != nil {
 					return err
