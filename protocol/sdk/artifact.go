@@ -73,8 +73,9 @@ func (w *ArtifactWriter) Size() int64 { return w.sent + int64(len(w.buf)) }
 
 var errArtifactClosed = errors.New("sdk: artifact writer is closed")
 
-// artifactBeforeSettle, when set (by tests), runs as a chunk encoded ahead
-// starts to wait for the acknowledgement of the one in flight.
+// artifactBeforeSettle, when set (by tests), runs as the writer starts to
+// wait for the acknowledgement of the chunk in flight: a chunk encoded
+// ahead before it is sent, or Commit and Abort before they call.
 var artifactBeforeSettle func()
 
 // Write buffers p, sending every full chunk as it fills. A whole chunk of
@@ -146,9 +147,6 @@ func (w *ArtifactWriter) send(data []byte) error {
 		w.err = err
 		return err
 	}
-	if artifactBeforeSettle != nil {
-		artifactBeforeSettle()
-	}
 	if err := w.settle(); err != nil {
 		return err
 	}
@@ -169,6 +167,9 @@ func (w *ArtifactWriter) settle() error {
 		return w.err
 	}
 	w.inflight = nil
+	if artifactBeforeSettle != nil {
+		artifactBeforeSettle()
+	}
 	var r protocol.ArtifactWriteResult
 	err := p.Wait(&r)
 	if err == nil {

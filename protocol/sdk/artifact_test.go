@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,6 +29,9 @@ type heldHost struct {
 	// cancelled receives a chunk's offset when its handler's context ended
 	// before the test answered it ($/cancel).
 	cancelled chan int64
+
+	// sent counts the messages the extension side has begun to write.
+	sent atomic.Int64
 
 	mu      sync.Mutex
 	inside  int // artifact.write handlers running
@@ -72,9 +77,21 @@ func newHeldHost(t *testing.T) (*heldHost, *sdk.Host) {
 			return struct{}{}, nil
 		},
 	}, &jsonrpc.Options{DecodeError: sdk.DecodeError})
-	extSide := jsonrpc.NewConn(r2, w1, nil, &jsonrpc.Options{DecodeError: sdk.DecodeError})
+	extSide := jsonrpc.NewConn(r2, countedWriter{w1, &hh.sent}, nil, &jsonrpc.Options{DecodeError: sdk.DecodeError})
 	t.Cleanup(func() { extSide.Close(); hostSide.Close() })
 	return hh, sdk.NewHost(extSide, nil)
+}
+
+// countedWriter counts the messages written through it: the transport
+// writes one whole message per Write.
+type countedWriter struct {
+	io.WriteCloser
+	n *atomic.Int64
+}
+
+func (c countedWriter) Write(b []byte) (int, error) {
+	c.n.Add(1)
+	return c.WriteCloser.Write(b)
 }
 
 func (hh *heldHost) write(ctx context.Context, req *jsonrpc.Request) (any, error) {
@@ -155,12 +172,15 @@ func returns(t *testing.T, promise string, f func() error) error {
 // TestArtifactWriterSendsOnlyOnceTheChunkBeforeIsAcknowledged: Write
 // returns once its chunk is sent, before the host acknowledges it; the
 // next chunk is encoded while the first is held and is sent only after the
-// first one's acknowledgement; Commit waits for the chunk in flight.
+// first one's acknowledgement; Commit waits for the chunk in flight before
+// it calls.
 func TestArtifactWriterSendsOnlyOnceTheChunkBeforeIsAcknowledged(t *testing.T) {
 	ctx := testContext(t)
 	hh, host := newHeldHost(t)
-	parked := make(chan struct{}, 1)
-	defer sdk.SetArtifactBeforeSettle(func() { parked <- struct{}{} })()
+	// waiting receives, as the writer starts to wait for the chunk in
+	// flight, how many messages it had sent by then.
+	waiting := make(chan int64, 4)
+	defer sdk.SetArtifactBeforeSettle(func() { waiting <- hh.sent.Load() })()
 	w, err := host.CreateArtifact(ctx, protocol.ArtifactCreateParams{RunID: "run-1", Name: "a"})
 	require.NoError(t, err)
 
@@ -172,14 +192,14 @@ func TestArtifactWriterSendsOnlyOnceTheChunkBeforeIsAcknowledged(t *testing.T) {
 		}
 		return err
 	}))
-	await(t, parked, "a chunk is encoded before the writer waits for the one in flight")
 	got := await(t, hh.arrived, "Write sends its chunk")
 	assert.Equal(t, int64(0), got.Offset)
 	copy(first, chunkOf('x')) // Write encoded the chunk before it returned
 
 	wrote := make(chan error, 1)
 	go func() { _, err := w.Write(second); wrote <- err }()
-	await(t, parked, "the second chunk is encoded while the first is held")
+	sent := await(t, waiting, "the second chunk waits for the first one's acknowledgement")
+	assert.EqualValues(t, 2, sent, "sent before the first chunk was acknowledged: more than artifact.create and the first chunk")
 	select {
 	case p := <-hh.arrived:
 		t.Fatalf("chunk at %d sent before the chunk before it was acknowledged", p.Offset)
@@ -192,6 +212,8 @@ func TestArtifactWriterSendsOnlyOnceTheChunkBeforeIsAcknowledged(t *testing.T) {
 
 	committed := make(chan error, 1)
 	go func() { _, err := w.Commit(); committed <- err }()
+	sent = await(t, waiting, "Commit waits for the chunk in flight")
+	assert.EqualValues(t, 3, sent, "Commit called before the chunk in flight was acknowledged")
 	hh.answerHeld(t, heldAnswer{}, "the second chunk is held at the host while Commit waits")
 	require.NoError(t, await(t, committed, "Commit returns once the chunk in flight is acknowledged"))
 	hh.mu.Lock()

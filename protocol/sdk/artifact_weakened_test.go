@@ -30,6 +30,9 @@ var artifactWeakenings = []struct{ name, old, new string }{
 	{"sent-before-the-ack-before-it",
 		"\tif err := w.settle(); err != nil {\n\t\treturn err\n\t}\n\tp, err := w.next.Send(w.ctx)",
 		"\tp, err := w.next.Send(w.ctx)"},
+	{"sent-then-waits-for-the-ack-before-it",
+		"\tif err := w.settle(); err != nil {\n\t\treturn err\n\t}\n\tp, err := w.next.Send(w.ctx)\n\tif err != nil {\n\t\tw.err = err\n\t\treturn err\n\t}",
+		"\tp, err := w.next.Send(w.ctx)\n\tif err != nil {\n\t\tw.err = err\n\t\treturn err\n\t}\n\tif err := w.settle(); err != nil {\n\t\treturn err\n\t}"},
 	{"write-waits-for-its-ack",
 		"\tw.inflight, w.want, w.sent = p, want, want\n\treturn nil",
 		"\tw.inflight, w.want, w.sent = p, want, want\n\treturn w.settle()"},
@@ -44,7 +47,12 @@ var artifactWeakenings = []struct{ name, old, new string }{
 		"\tvar r protocol.ArtifactCommitResult"},
 }
 
-var failedArtifactTest = regexp.MustCompile(`(?m)^\s*--- FAIL: (TestArtifactWriter\S*)`)
+var (
+	failedArtifactTest = regexp.MustCompile(`(?m)^\s*--- FAIL: (TestArtifactWriter\S*)`)
+	// brokenPromise is how an assertion of the writer's tests names what
+	// failed: testify's Messages, or a t.Fatalf of the test file.
+	brokenPromise = regexp.MustCompile(`(?m)^\s*(?:Messages:\s*|artifact_test\.go:\d+: )(\S.*)$`)
+)
 
 // TestArtifactWeakenedCopiesFail runs the writer's tests against each
 // weakened copy of artifact.go (go test -overlay) and requires one to fail
@@ -93,7 +101,11 @@ func TestArtifactWeakenedCopiesFail(t *testing.T) {
 			require.Error(t, err, "every test passed on this weakened copy")
 			assert.NotContains(t, out, "panic: test timed out", "failed only by the test timeout")
 			if assert.NotEmpty(t, failed, "no test failed (the build?)\n%s", out) {
-				t.Logf("failed %v", failed)
+				var promises []string
+				for _, m := range brokenPromise.FindAllStringSubmatch(out, 3) {
+					promises = append(promises, m[1])
+				}
+				t.Logf("failed %v: %q", failed, promises)
 			}
 		})
 	}
