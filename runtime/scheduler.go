@@ -206,6 +206,11 @@ type StartTx interface {
 	// Work at another revision is ErrConflict, an absent one ErrNotFound;
 	// either writes nothing.
 	SetWorkState(w Work, state WorkState) (Work, error)
+	// PriorAttempts reads, in one statement, what a start needs of the
+	// attempts before it at Work workID and of the KV entry under
+	// namespace and key (the engine's input cursor), as Executions and
+	// KVGet would read them.
+	PriorAttempts(workID, namespace, key string) (PriorAttempts, error)
 	// MarkRunning sets Execution x (as its start stored it), when it is
 	// starting and its lease's current, unreleased epoch is x.Epoch, to
 	// running at x.Epoch, with recovery as its recovery metadata (nil
@@ -214,6 +219,34 @@ type StartTx interface {
 	// caller's general path finds out what the Execution is and refuses
 	// as it would. Invalid recovery metadata is ErrInvalid.
 	MarkRunning(x Execution, recovery []byte) (marked Execution, ok bool, err error)
+}
+
+// PriorAttempts is what StartTx.PriorAttempts reads.
+type PriorAttempts struct {
+	Executions   int             // how many Executions the Work has
+	LastState    ExecutionState  // the last one's (by attempt, then ID); "" with none
+	LastRecovery json.RawMessage // the last one's recovery metadata
+	Entry        KVEntry         // the KV entry asked for, when Found
+	Found        bool
+}
+
+// priorAttempts reads what claim needs of Work workID's earlier attempts:
+// in one statement when tx is a StartTx, else with Executions and KVGet.
+func priorAttempts(tx Tx, workID string) (PriorAttempts, error) {
+	ns, key := NamespaceScheduler, inputsKey(workID)
+	if s, ok := tx.(StartTx); ok {
+		return s.PriorAttempts(workID, ns, key)
+	}
+	prev, err := tx.Executions(workID)
+	if err != nil {
+		return PriorAttempts{}, err
+	}
+	p := PriorAttempts{Executions: len(prev)}
+	if len(prev) > 0 {
+		p.LastState, p.LastRecovery = prev[len(prev)-1].State, prev[len(prev)-1].Recovery
+	}
+	p.Entry, p.Found, err = tx.KVGet(ns, key)
+	return p, err
 }
 
 // attempt is one started execution as its observer holds it.
@@ -251,16 +284,18 @@ func (e *Engine) claim(tx Tx, c *engineConf, w Work) (*claim, error) {
 	if err != nil {
 		return cl, err
 	}
-	prev, err := tx.Executions(w.ID)
+	prior, err := priorAttempts(tx, w.ID)
 	if err != nil {
 		return cl, err
 	}
-	if n := len(prev); n > 0 && prev[n-1].State == ExecutionSucceeded {
-		cl.previous = prev[n-1].Recovery
+	if prior.LastState == ExecutionSucceeded {
+		cl.previous = prior.LastRecovery
 	}
 	var read, cursor int64
-	if _, err := kvGetJSON(tx, NamespaceScheduler, inputsKey(w.ID), &read); err != nil {
-		return cl, err
+	if prior.Found {
+		if _, err := kvGetJSONValue(prior.Entry, &read); err != nil {
+			return cl, err
+		}
 	}
 	cursor = read
 	if cl.inputs, err = tx.WorkEvents(w.ID, cursor, MaxPageLimit); err != nil {
@@ -271,7 +306,7 @@ func (e *Engine) claim(tx Tx, c *engineConf, w Work) (*claim, error) {
 		cursor = cl.inputs[len(cl.inputs)-1].Sequence
 	}
 	x := Execution{
-		ID: newID("ex_"), WorkID: w.ID, Attempt: len(prev) + 1, Executor: binding.Executor,
+		ID: newID("ex_"), WorkID: w.ID, Attempt: prior.Executions + 1, Executor: binding.Executor,
 		Lease: lease.Name, Epoch: lease.Epoch, State: ExecutionStarting, StartedAt: now,
 	}
 	if cl.x, err = tx.PutExecution(x); err != nil {

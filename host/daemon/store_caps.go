@@ -72,6 +72,10 @@ func (t startingTx) SetWorkState(w runtime.Work, state runtime.WorkState) (runti
 	return t.start.SetWorkState(w, state)
 }
 
+func (t startingTx) PriorAttempts(workID, namespace, key string) (runtime.PriorAttempts, error) {
+	return t.start.PriorAttempts(workID, namespace, key)
+}
+
 func (t startingTx) MarkRunning(x runtime.Execution, recovery []byte) (runtime.Execution, bool, error) {
 	x, marked, err := t.start.MarkRunning(x, recovery)
 	if err == nil && marked {

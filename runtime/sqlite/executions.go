@@ -351,3 +351,47 @@ const qPendingWork = `SELECT ` + workCols + ` FROM works w
 	LEFT JOIN timers t ON t.key = ? || w.id
 	WHERE w.state = ? AND w.id > ? AND (t.key IS NULL OR t.due <= ?)
 	ORDER BY w.id LIMIT ?`
+
+// PriorAttempts implements runtime.StartTx: the count of the Work's
+// Executions, its last one's state and metadata and the KV entry in one
+// read, where Executions and KVGet take two statements (and Executions
+// reads every attempt).
+func (r *reader) PriorAttempts(workID, namespace, key string) (runtime.PriorAttempts, error) {
+	if err := runtime.ValidateNamespace(namespace); err != nil {
+		return runtime.PriorAttempts{}, err
+	}
+	if err := runtime.ValidateKey(key); err != nil {
+		return runtime.PriorAttempts{}, err
+	}
+	row, err := r.q.row(qPriorAttempts, namespace, []byte(key), workID)
+	if err != nil {
+		return runtime.PriorAttempts{}, err
+	}
+	var (
+		p                    runtime.PriorAttempts
+		last, state, version sql.NullString
+		recovery, value      []byte
+	)
+	if err := row.Scan(&p.Executions, &last, &state, &recovery, &value, &version); err != nil {
+		return runtime.PriorAttempts{}, fmt.Errorf("sqlite: prior attempts of work %q: %w", workID, err)
+	}
+	p.LastState, p.LastRecovery = runtime.ExecutionState(state.String), rawJSON(recovery)
+	if version.Valid {
+		if value == nil {
+			value = []byte{}
+		}
+		p.Entry = runtime.KVEntry{Namespace: namespace, Key: key, Value: value, Version: version.String}
+		p.Found = true
+	}
+	return p, nil
+}
+
+// qPriorAttempts is an aggregate, so one row whatever exists. With one
+// max() in it, SQLite takes the bare columns from the row that has the
+// max: the last attempt by (attempt, ID), attempts being non-negative and
+// padded to sort as numbers. The KV entry is a constant subquery, run
+// once. (A join to a sorted LIMIT 1 subquery would cost a temporary
+// table and a sort.)
+const qPriorAttempts = `SELECT count(*), max(printf('%020d', attempt) || id), state, recovery,
+	(SELECT value FROM kv WHERE namespace = ?1 AND key = ?2), (SELECT version FROM kv WHERE namespace = ?1 AND key = ?2)
+	FROM executions WHERE work_id = ?3`

@@ -20,3 +20,6 @@ func WriterPragma(s *Store, name string) (string, error) {
 	err := s.writer.QueryRow(`PRAGMA ` + name).Scan(&v)
 	return v, err
 }
+
+// PriorAttemptsQuery is PriorAttempts' query, whose plan a test checks.
+const PriorAttemptsQuery = qPriorAttempts
