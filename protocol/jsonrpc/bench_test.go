@@ -72,9 +72,17 @@ func benchmarkEcho(b *testing.B, peer string) {
 }
 
 // BenchmarkHostCallback: one host request whose handler calls the host
-// back b.N times; ns/op is the cost of one callback.
+// back b.N times; ns/op is the cost of one callback. The handler runs in a
+// goroutine of its own, its calls' answers handed over by the reader, and
+// started on the reader (Options.Eager), its calls, made with its own
+// context, reading their answers themselves, in the same run.
 func BenchmarkHostCallback(b *testing.B) {
-	conn := startPeerConn(b, "peer")
+	b.Run("goroutine", func(b *testing.B) { benchmarkHostCallback(b, "peer") })
+	b.Run("eager", func(b *testing.B) { benchmarkHostCallback(b, "peer-eager") })
+}
+
+func benchmarkHostCallback(b *testing.B, peer string) {
+	conn := startPeerConn(b, peer)
 	b.ResetTimer()
 	start := time.Now()
 	var res struct {

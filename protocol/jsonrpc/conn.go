@@ -80,18 +80,27 @@ type Options struct {
 	Inline func(method string) bool
 
 	// Eager, when set, names the methods whose requests the reader starts
-	// serving itself, like Inline, but without Inline's limits: the moment
-	// the handler calls over the Conn, or once it has run for EagerDeadline,
-	// the reading passes to a new goroutine and the handler goes on where it
-	// is, as a handler in a goroutine of its own. A handler that answers at
-	// once (most do) costs no goroutine and no wake-up; one that calls
-	// back, waits or runs long costs one goroutine, as before, and blocks
-	// the stream for at most the deadline (until it calls back: at once).
-	// Everything else is as for any handler: the bound on requests in
-	// flight, $/cancel (read once the reading has passed on, and so
-	// within the deadline), Seq and the mapping of errors. A method that
-	// both Inline and Eager name is Inline. Params never alias the read
-	// buffer.
+	// serving itself, like Inline, but without Inline's limits. A call the
+	// handler makes with its own context (the ctx Handle got) reads the
+	// stream itself while it waits, serving what comes before its answer
+	// as the reader does, and gives the reading back with the answer. A
+	// call with any other context, or the handler running for
+	// EagerDeadline between its calls, passes the reading to a new
+	// goroutine, and the handler goes on where it is, as a handler in a
+	// goroutine of its own. A handler that answers at once (most do), or
+	// calls back with its own context, costs no goroutine and no wake-up;
+	// one that waits or runs long costs one goroutine, as before, and
+	// blocks the stream for at most the deadline. Everything else is as for
+	// any handler: the bound on requests in flight, $/cancel (read by the
+	// handler's own call, or once the reading has passed on, and so within
+	// the deadline), Seq and the mapping of errors. A method that both
+	// Inline and Eager name is Inline. Params never alias the read buffer.
+	//
+	// A call reading its own answer waits in the read itself, so what ends
+	// it from this side (Close, or the handler returning while a goroutine
+	// it started makes the call) takes effect once that read returns: at
+	// once where Close interrupts a read (a pipe on the poller), on a
+	// blocking stdin at the peer's next line or the end of the stream.
 	Eager func(method string) bool
 
 	// EagerDeadline is how long an Eager handler may run on the reader
@@ -118,8 +127,9 @@ type Options struct {
 // handler, so responses to nested calls keep flowing while handlers run.
 // The exceptions are a method Options.Inline names, which the reader
 // serves itself, and one Options.Eager names, which the reader starts
-// serving and hands on to a goroutine only when it calls back or runs long
-// (then a new goroutine takes over the reading).
+// serving and hands on to a goroutine only when it runs long or calls with
+// a context other than its own (then a new goroutine takes over the
+// reading); its calls with its own context read their answers themselves.
 // Writes are serialised: each message is encoded into a private buffer
 // and written with a single Write under a mutex. The Conn owns r and w
 // from NewConn on: nothing else may read r or write w.
@@ -289,16 +299,11 @@ func (c *Conn) Close() error {
 // stream breaks, it returns an error wrapping ErrTransport. An error
 // response is returned as an *Error, or as what Options.DecodeError makes
 // of it. Call may block in Write while the peer does not read; Close
-// unblocks it.
+// unblocks it. Called by an Options.Eager handler with its own context,
+// Call reads the stream itself until its answer comes (see Options.Eager).
 func (c *Conn) Call(ctx context.Context, method string, params, result any) error {
 	if err := ctx.Err(); err != nil {
 		return err
-	}
-	if run := c.onReader.Load(); run != nil {
-		// An Eager handler is calling back (or someone is calling while
-		// one holds the reader): the answer can only be read once the
-		// reading has passed on.
-		c.handOff(run)
 	}
 	id := c.nextID.Add(1)
 	buf := getBuffer()
@@ -321,9 +326,22 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any) erro
 	c.pending[id] = ch
 	c.mu.Unlock()
 
+	// An Eager handler calling with its own context reads the answer
+	// itself; any other call needs the reader, which an Eager handler
+	// may hold (registered first: see giveReadingBack).
+	own := c.takeReadingFor(ctx)
+	if own == nil {
+		c.ReleaseReader()
+	}
 	if err := c.write(b); err != nil {
 		c.forget(id)
+		if own != nil {
+			c.giveReadingBack(own)
+		}
 		return err
+	}
+	if own != nil {
+		return c.readOwnAnswer(own, ctx.(*requestCtx), id, ch, method, result)
 	}
 	select {
 	case r := <-ch:
@@ -341,6 +359,87 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any) erro
 			return c.Err()
 		}
 	}
+}
+
+// takeReadingFor takes the reading for a call made with ctx when ctx is
+// the own context of an Eager handler that holds the reading, and returns
+// that handler's run; otherwise it returns nil.
+//
+// Such a call reads the stream itself until its answer comes
+// (readOwnAnswer) rather than handing the reading to a new goroutine and
+// waiting for that one to hand each answer over (a wake-up of the caller,
+// and of a thread for it, on every call's round trip). Only a handler's
+// own context qualifies: it
+// ends only by what the reading sees (a $/cancel for the request, the end
+// of the stream) or by the connection's end, so a call blocked in a read
+// misses nothing it must return for; a derived context may end by its
+// own timer, which a goroutine blocked in a read could not honour at once.
+func (c *Conn) takeReadingFor(ctx context.Context) *eagerRun {
+	rc, ok := ctx.(*requestCtx)
+	if !ok || rc.conn != c || rc.eager == nil {
+		return nil
+	}
+	if !rc.eager.state.CompareAndSwap(eagerOnReader, eagerInCall) {
+		return nil
+	}
+	return rc.eager
+}
+
+// readOwnAnswer reads and dispatches lines, as the reader does, until the
+// answer to the call id arrives on ch, or ctx ends ($/cancel for the
+// handler's request, read here, or the connection's end), or the stream
+// does. run's handler holds the reading, taken by takeReadingFor.
+func (c *Conn) readOwnAnswer(run *eagerRun, ctx *requestCtx, id int64, ch chan reply, method string, result any) error {
+	c.rd.ownAnswer = ch
+	for {
+		select {
+		case r := <-ch:
+			c.rd.ownAnswer = nil
+			c.giveReadingBack(run)
+			return c.finish(method, r, result)
+		default:
+		}
+		if err := ctx.Err(); err != nil {
+			c.rd.ownAnswer = nil
+			c.forget(id)
+			c.giveReadingBack(run)
+			go c.sendCancel(id)
+			return err
+		}
+		if !c.readLine() {
+			// The connection ended: nobody reads on.
+			run.state.Store(eagerHandedOff)
+			select {
+			case r := <-ch:
+				return c.finish(method, r, result)
+			default:
+				return c.Err()
+			}
+		}
+	}
+}
+
+// giveReadingBack ends a call's own reading: the handler holds the reading
+// again, between its calls, under a fresh deadline. The reading passes to
+// a new goroutine instead when another call waits for an answer (it
+// registered before trying to release the reader, so either it is seen
+// here or its release comes after this and succeeds), or when the handler
+// returned while the call read (a goroutine of its own made the call).
+func (c *Conn) giveReadingBack(run *eagerRun) {
+	if !run.state.CompareAndSwap(eagerInCall, eagerOnReader) {
+		if run.state.CompareAndSwap(eagerReturnedInCall, eagerHandedOff) {
+			c.startReader(run)
+		}
+		return
+	}
+	c.mu.Lock()
+	waiting := len(c.pending) > 0
+	c.mu.Unlock()
+	if waiting {
+		c.handOff(run)
+		return
+	}
+	c.eagerTimer.Reset(c.eagerFor)
 }
 
 // Notify sends a notification: no id, no answer. It fails only when the
@@ -515,55 +614,65 @@ type lineReader struct {
 	// take it, a futex wake-up on the round trip of every call made from
 	// a handler.
 	answered bool
+	// ownAnswer, while a call reads its own answer (readOwnAnswer), is
+	// where that answer arrives. No Eager handler is started on the
+	// reader meanwhile (it would hold up the answer): they get goroutines.
+	ownAnswer chan reply
 }
 
 // readLoop reads and dispatches lines until the stream ends or breaks, or
 // until an Eager handler it ran has handed the reading on.
 func (c *Conn) readLoop() {
+	for c.readLine() {
+	}
+}
+
+// readLine reads and dispatches one line. It returns false once the
+// connection ended or the reading has passed to another goroutine.
+func (c *Conn) readLine() bool {
 	rd := c.rd
-	for {
-		if rd.answered && rd.br.Buffered() == 0 {
-			rd.answered = false
-			runtime.Gosched() // see lineReader.answered
+	if rd.answered && rd.br.Buffered() == 0 {
+		rd.answered = false
+		runtime.Gosched() // see lineReader.answered
+	}
+	line, err := rd.br.ReadSlice('\n')
+	if err == bufio.ErrBufferFull {
+		rd.long = append(rd.long[:0], line...)
+		for err == bufio.ErrBufferFull && len(rd.long) <= c.maxMessage {
+			line, err = rd.br.ReadSlice('\n')
+			rd.long = append(rd.long, line...)
 		}
-		line, err := rd.br.ReadSlice('\n')
-		if err == bufio.ErrBufferFull {
-			rd.long = append(rd.long[:0], line...)
-			for err == bufio.ErrBufferFull && len(rd.long) <= c.maxMessage {
-				line, err = rd.br.ReadSlice('\n')
-				rd.long = append(rd.long, line...)
-			}
-			line = rd.long
+		line = rd.long
+	}
+	if n := len(line); n > 0 && line[n-1] == '\n' {
+		line = line[:n-1]
+	}
+	if len(line) > c.maxMessage {
+		c.protocolError(nil, CodeParseError, "message too long",
+			fmt.Errorf("%w: %w: a line exceeds %d bytes", ErrTransport, ErrProtocol, c.maxMessage))
+		return false
+	}
+	if len(bytes.TrimSpace(line)) > 0 {
+		if !c.dispatch(line) {
+			return false
 		}
-		if n := len(line); n > 0 && line[n-1] == '\n' {
-			line = line[:n-1]
+	}
+	if cap(rd.long) > 4*readBufferBytes {
+		rd.long = nil // do not pin a huge buffer after a rare long line
+	}
+	if err != nil {
+		if err == io.EOF {
+			c.fail(fmt.Errorf("%w: end of stream", ErrTransport), nil)
+		} else {
+			c.fail(fmt.Errorf("%w: read: %v", ErrTransport, err), nil)
 		}
-		if len(line) > c.maxMessage {
-			c.protocolError(nil, CodeParseError, "message too long",
-				fmt.Errorf("%w: %w: a line exceeds %d bytes", ErrTransport, ErrProtocol, c.maxMessage))
-			return
-		}
-		if len(bytes.TrimSpace(line)) > 0 {
-			if !c.dispatch(line) {
-				return
-			}
-		}
-		if cap(rd.long) > 4*readBufferBytes {
-			rd.long = nil // do not pin a huge buffer after a rare long line
-		}
-		if err != nil {
-			if err == io.EOF {
-				c.fail(fmt.Errorf("%w: end of stream", ErrTransport), nil)
-			} else {
-				c.fail(fmt.Errorf("%w: read: %v", ErrTransport, err), nil)
-			}
-			return
-		}
-		select {
-		case <-c.done:
-			return
-		default:
-		}
+		return false
+	}
+	select {
+	case <-c.done:
+		return false
+	default:
+		return true
 	}
 }
 
@@ -648,7 +757,9 @@ func (c *Conn) deliver(m inMessage) {
 		r.result = bytes.Clone(m.result)
 	}
 	ch <- r // buffered: never blocks the reader
-	c.rd.answered = true
+	if ch != c.rd.ownAnswer {
+		c.rd.answered = true
+	}
 }
 
 func (c *Conn) cancelInflight(params []byte) {
@@ -726,7 +837,7 @@ func (c *Conn) serve(m inMessage) bool {
 		req.Params = bytes.Clone(m.params)
 	}
 	t := task{ctx: rc, id: id, req: req}
-	if c.eager != nil && c.eager(m.method) {
+	if c.eager != nil && c.rd.ownAnswer == nil && c.eager(m.method) {
 		return c.serveEager(t)
 	}
 	c.dispatchTask(t)
@@ -738,9 +849,11 @@ func (c *Conn) serve(m inMessage) bool {
 type eagerRun struct{ state atomic.Int32 }
 
 const (
-	eagerOnReader  = iota // the handler runs on the reader, which waits for it
-	eagerHandedOff        // the reading passed to a new goroutine
-	eagerReturned         // the handler returned first: the reader reads on
+	eagerOnReader       = iota // the handler runs on the reader, which waits for it
+	eagerHandedOff             // the reading passed to a new goroutine
+	eagerReturned              // the handler returned first: the reader reads on
+	eagerInCall                // a call with the handler's context reads its own answer
+	eagerReturnedInCall        // the handler returned during that call, which passes the reading on
 )
 
 // serveEager runs t on the reader (serve has copied its params, so they
@@ -751,29 +864,48 @@ func (c *Conn) serveEager(t task) bool {
 	// This store orders every use of the read state above before the
 	// handoff's compare-and-swap, which may start the next reader.
 	run.state.Store(eagerOnReader)
+	t.ctx.eager = run
 	c.onReader.Store(run)
 	c.eagerTimer.Reset(c.eagerFor)
 	c.run(t.ctx, t.id, t.req)
-	if !run.state.CompareAndSwap(eagerOnReader, eagerReturned) {
-		// Handed on: the timer and onReader belong to the new reader now.
-		return false
+	for {
+		switch run.state.Load() {
+		case eagerOnReader:
+			if run.state.CompareAndSwap(eagerOnReader, eagerReturned) {
+				c.eagerTimer.Stop()
+				c.onReader.CompareAndSwap(run, nil)
+				return true
+			}
+		case eagerInCall:
+			// A goroutine the handler started is in a call with its
+			// context, reading: that call passes the reading on.
+			if run.state.CompareAndSwap(eagerInCall, eagerReturnedInCall) {
+				return false
+			}
+		default:
+			// Handed on: the timer and onReader belong to the new reader now.
+			return false
+		}
 	}
-	c.eagerTimer.Stop()
-	c.onReader.CompareAndSwap(run, nil)
-	return true
 }
 
 // handOff passes the reading on from the Eager handler run, unless it
 // returned or handed it on already.
 func (c *Conn) handOff(run *eagerRun) {
 	if run.state.CompareAndSwap(eagerOnReader, eagerHandedOff) {
-		// Disarmed before the next reader exists, which may arm it again
-		// (a no-op when the timer is what called).
-		c.eagerTimer.Stop()
-		c.onReader.CompareAndSwap(run, nil)
-		c.handoffs.Add(1)
-		go c.readLoop()
+		c.startReader(run)
 	}
+}
+
+// startReader starts a new reader in place of run's handler, which no
+// longer holds the reading.
+func (c *Conn) startReader(run *eagerRun) {
+	// Disarmed before the next reader exists, which may arm it again
+	// (a no-op when the timer is what called).
+	c.eagerTimer.Stop()
+	c.onReader.CompareAndSwap(run, nil)
+	c.handoffs.Add(1)
+	go c.readLoop()
 }
 
 // ReleaseReader passes the reading on when an Eager handler holds it

@@ -55,9 +55,6 @@ func (o *Outgoing) Send(ctx context.Context) (*Pending, error) {
 		return nil, err
 	}
 	c := o.c
-	if run := c.onReader.Load(); run != nil {
-		c.handOff(run) // the answer can only be read once the reading passed on
-	}
 	id, b := o.id, o.msg
 	ch := make(chan reply, 1)
 	c.mu.Lock()
@@ -68,6 +65,9 @@ func (o *Outgoing) Send(ctx context.Context) (*Pending, error) {
 	}
 	c.pending[id] = ch
 	c.mu.Unlock()
+	// The answer can only be read once the reading passed on (registered
+	// first, as Call does).
+	c.ReleaseReader()
 	if err := c.write(b); err != nil {
 		c.forget(id)
 		return nil, err

@@ -16,6 +16,10 @@ import (
 // connection's end, on first use.
 type requestCtx struct {
 	conn *Conn
+	// eager is set when the reader started the handler (Options.Eager),
+	// before it runs: its calls with this context may read their answers
+	// themselves (Conn.takeReadingFor).
+	eager *eagerRun
 
 	mu   sync.Mutex
 	err  error         // set once: why the request's context ended

@@ -25,6 +25,7 @@ func main() {
 		DecodeError: overjsonrpc.DecodeError,
 		ReuseParams: true,
 		Inline:      overjsonrpc.Inline,
+		Eager:       overjsonrpc.Eager,
 	})
 	<-conn.Done()
 }

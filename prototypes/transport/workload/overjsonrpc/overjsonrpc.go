@@ -145,3 +145,13 @@ func Inline(method string) bool {
 	}
 	return false
 }
+
+// Eager names the methods that call the host back, which the transport's
+// reader starts serving itself (jsonrpc.Options.Eager): their calls, made
+// with the handler's own context, read their answers on that goroutine
+// instead of a second one handing each over. Those that wait (block,
+// cancel_seen) run in goroutines of their own, so that $/cancel finds them
+// at once rather than at the Eager deadline.
+func Eager(method string) bool {
+	return method == workload.MethodCallback || method == workload.MethodPush
+}
