@@ -227,11 +227,12 @@ func decodeWebhookHandleParams(data []byte, p *WebhookHandleParams) bool {
 	return decodeObject(data, func(d *jsonScan, key []byte) bool {
 		switch string(key) {
 		case "method":
-			return d.once(&seen, 1) && d.stringInto(&p.Method)
+			return d.once(&seen, 1) && d.stringReusing(&p.Method, httpMethods)
 		case "path":
 			return d.once(&seen, 2) && d.stringInto(&p.Path)
 		case "webhook_path":
-			return d.once(&seen, 4) && d.stringInto(&p.WebhookPath)
+			// Most often the request's path itself.
+			return d.once(&seen, 4) && d.stringReusing(&p.WebhookPath, []string{p.Path})
 		case "query":
 			return d.once(&seen, 8) && d.stringInto(&p.Query)
 		case "headers":
@@ -252,23 +253,68 @@ func decodeWebhookHandleResult(data []byte, r *WebhookHandleResult) bool {
 	})
 }
 
+// The webhook params decoder runs once per delivery in the package; the
+// strings it meets most are these, and a string equal to one of them is
+// that string rather than a new copy of its bytes (string(b) == k costs no
+// allocation). The values are the same either way.
+var (
+	httpMethods       = []string{"POST", "GET", "PUT", "PATCH", "DELETE"}
+	commonHeaderNames = []string{"Accept", "Accept-Encoding", "Content-Length", "Content-Type", "User-Agent"}
+)
+
+// stringReusing is stringInto, with a string equal to one of known set to
+// that one.
+func (d *jsonScan) stringReusing(field *string, known []string) bool {
+	if d.literal("null") {
+		return true
+	}
+	s, ok := d.plainString()
+	if ok {
+		*field = reuseString(s, known)
+	}
+	return ok
+}
+
+func reuseString(b []byte, known []string) string {
+	for _, k := range known {
+		if string(b) == k {
+			return k
+		}
+	}
+	return string(b)
+}
+
 // headersInto reads an object of string arrays into a new map (null sets
 // it nil, as encoding/json does); a key twice is left to encoding/json.
+// The values of all the headers share one backing array, each slice
+// capped at its own length so an append to one never reaches another.
 func (d *jsonScan) headersInto(h *map[string][]string) bool {
 	if d.literal("null") {
 		*h = nil
 		return true
 	}
 	m := map[string][]string{}
+	values := make([]string, 0, 8)
 	if !d.object(func(d *jsonScan, key []byte) bool {
 		if _, dup := m[string(key)]; dup {
 			return false
 		}
-		var vs []string
-		if !d.stringsInto(&vs) {
+		if d.literal("null") {
+			m[reuseString(key, commonHeaderNames)] = nil
+			return true
+		}
+		start := len(values)
+		if !d.array(func(d *jsonScan) bool {
+			var s string
+			if !d.stringInto(&s) {
+				return false
+			}
+			values = append(values, s)
+			return true
+		}) {
 			return false
 		}
-		m[string(key)] = vs
+		m[reuseString(key, commonHeaderNames)] = values[start:len(values):len(values)]
 		return true
 	}) {
 		return false

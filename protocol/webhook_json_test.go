@@ -3,6 +3,8 @@ package protocol_test
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -96,6 +98,16 @@ func checkWebhookDecode(t *testing.T, doc []byte) {
 		gotErr := got.DecodeJSON(doc)
 		assert.Equal(t, errText(wantErr), errText(gotErr), "params error for %q", doc)
 		assert.Equal(t, want, got, "params for %q", doc)
+		// Each header's values are its own: appending to one leaves the
+		// others as they were (the decoder shares one backing array).
+		decoded := maps.Clone(got.Headers)
+		for k, vs := range decoded {
+			decoded[k] = slices.Clone(vs) // nil stays nil, empty stays empty
+		}
+		for k := range got.Headers {
+			_ = append(got.Headers[k], "appended")
+		}
+		assert.Equal(t, decoded, got.Headers, "headers after an append to each, for %q", doc)
 	}
 	for _, start := range []protocol.WebhookHandleResult{{}, {Events: []protocol.EventDraft{{Source: "old", Works: []string{"w"}}}}} {
 		want, got := start, start
