@@ -87,7 +87,7 @@ func (p *OperationCallParams) DecodeJSON(data []byte) error {
 		*p = q
 		return nil
 	}
-	return json.Unmarshal(data, p)
+	return unmarshalInto(data, p)
 }
 
 // AppendJSON appends r as JSON (JSONAppender).
@@ -111,7 +111,19 @@ func (r *OperationCallResult) DecodeJSON(data []byte) error {
 		*r = q
 		return nil
 	}
-	return json.Unmarshal(data, r)
+	return unmarshalInto(data, r)
+}
+
+// unmarshalInto is json.Unmarshal(data, v) through a copy of *v on the
+// heap, so that v itself does not escape: a caller's value decoded on the
+// fast path stays on its stack (encoding/json keeps what it is given
+// reachable from the heap).
+func unmarshalInto[T any](data []byte, v *T) error {
+	w := new(T)
+	*w = *v
+	err := json.Unmarshal(data, w)
+	*v = *w
+	return err
 }
 
 // The fast decoders report false for anything off the plain shape; the

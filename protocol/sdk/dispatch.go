@@ -3,7 +3,6 @@ package sdk
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 
 	"github.com/open-conduit/open-conduit/protocol"
 )
@@ -67,13 +66,7 @@ func init() {
 		"webhook.handle": serveWith(serveWebhook),
 		"telemetry.sink": serveWith(serveTelemetrySink),
 
-		"operation.call": serveWith(func(s *server, ctx context.Context, p protocol.OperationCallParams) (protocol.OperationCallResult, error) {
-			op, err := operation(s, p.Operation, protocol.OperationKindHandler)
-			if err != nil {
-				return protocol.OperationCallResult{}, err
-			}
-			return op.Handler(ctx, s.host, p)
-		}),
+		"operation.call": serveOperationCall,
 		"operation.wait": serveWith(func(s *server, ctx context.Context, p protocol.OperationWaitParams) (protocol.OperationWaitResult, error) {
 			op, err := operation(s, p.Operation, protocol.OperationKindWait)
 			if err != nil {
@@ -200,11 +193,12 @@ func init() {
 }
 
 // serveWith adapts a typed method to a methodFunc: it decodes the params
-// (a wire value or JSON) and returns the typed result. When the params
-// came as JSON (over the wire) and the result has a hand-written encoder
-// (protocol.JSONAppender: operation.call's), the result goes back as the
-// JSON it writes, which the transport checks and copies, instead of
-// through encoding/json's reflection.
+// (a wire value or JSON) and returns the typed result. Over the wire a
+// result with a hand-written encoder (protocol.JSONAppender: operation.call's,
+// webhook.handle's) is a jsonrpc.Appender, which the transport has write
+// itself straight into the message, checked against the strict rule there,
+// instead of through encoding/json's reflection (it used to be encoded into
+// a copy of its own first).
 func serveWith[P, R any](f func(s *server, ctx context.Context, p P) (R, error)) methodFunc {
 	return func(s *server, ctx context.Context, params any) (any, error) {
 		p, err := protocol.DecodeParams[P](params)
@@ -215,17 +209,41 @@ func serveWith[P, R any](f func(s *server, ctx context.Context, p P) (R, error))
 		if err != nil {
 			return nil, err
 		}
-		if _, wire := params.(json.RawMessage); wire {
-			if a, ok := any(r).(protocol.JSONAppender); ok {
-				b, err := a.AppendJSON(nil)
-				if err != nil {
-					return nil, fmt.Errorf("encoding the result: %w", err)
-				}
-				return json.RawMessage(b), nil
-			}
-		}
 		return r, nil
 	}
+}
+
+// callOperation serves operation.call once its params are decoded.
+func callOperation(s *server, ctx context.Context, p protocol.OperationCallParams) (protocol.OperationCallResult, error) {
+	op, err := operation(s, p.Operation, protocol.OperationKindHandler)
+	if err != nil {
+		return protocol.OperationCallResult{}, err
+	}
+	return op.Handler(ctx, s.host, p)
+}
+
+var serveOperationCallWith = serveWith(callOperation)
+
+// serveOperationCall is operation.call's methodFunc, the toolbelt's call
+// and the hottest request an extension serves. Over the wire it is
+// serveWith with the params decoded by their codec into a value on the
+// stack (protocol.DecodeParams puts its value on the heap). Params the
+// codec refuses, and the in-process form, take serveWith, whose errors
+// are the ones to give.
+func serveOperationCall(s *server, ctx context.Context, params any) (any, error) {
+	raw, wire := params.(json.RawMessage)
+	if !wire || len(raw) == 0 {
+		return serveOperationCallWith(s, ctx, params)
+	}
+	var p protocol.OperationCallParams
+	if p.DecodeJSON(raw) != nil {
+		return serveOperationCallWith(s, ctx, params)
+	}
+	r, err := callOperation(s, ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // named finds the handler the manifest declares as name; a name it does
@@ -245,10 +263,8 @@ func operation(s *server, name, kind string) (Operation, error) {
 	if err != nil {
 		return op, err
 	}
-	for _, d := range s.manifest.Provides.Operations {
-		if d.Name == name && d.Kind != kind {
-			return op, protocol.Errorf(protocol.CodeUndeclared, "operation %q is of kind %s, not %s", name, d.Kind, kind)
-		}
+	if declared, ok := s.operationKinds[name]; ok && declared != kind {
+		return op, protocol.Errorf(protocol.CodeUndeclared, "operation %q is of kind %s, not %s", name, declared, kind)
 	}
 	return op, nil
 }

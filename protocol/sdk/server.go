@@ -33,8 +33,11 @@ type server struct {
 	// manifest never changes, and Enabled rebuilds its surfaces each time,
 	// which cost a sixth of a small request's CPU.
 	enabled map[string]bool
-	host    *Host
-	logf    func(string, ...any)
+	// operationKinds is each declared operation's kind, by name, worked
+	// out once for the same reason.
+	operationKinds map[string]string
+	host           *Host
+	logf           func(string, ...any)
 	// readerConn, when set, says for a request whose handler the
 	// transport's reader started which Conn that is (ServeConn), so the
 	// handler's context can pass the reading on (inflightCall.Done).
@@ -199,6 +202,12 @@ func newServer(ext *Extension, host Caller) (*server, error) {
 	for _, mt := range m.EnabledMethods() {
 		s.enabled[mt.Name] = true
 	}
+	s.operationKinds = map[string]string{}
+	for _, d := range m.Provides.Operations {
+		if _, dup := s.operationKinds[d.Name]; !dup {
+			s.operationKinds[d.Name] = d.Kind
+		}
+	}
 	if s.logf == nil {
 		l := log.New(os.Stderr, m.Name+": ", log.LstdFlags)
 		s.logf = l.Printf
@@ -229,7 +238,6 @@ func (s *server) call(ctx context.Context, seq uint64, method string, params any
 }
 
 func (s *server) serve(ctx context.Context, seq uint64, method string, params any) (any, error) {
-	mt, known := protocol.LookupMethod(method)
 	f, dispatched := dispatch[method]
 	// The state the request is served in and, for a method of the dispatch
 	// table, its place among the requests in flight are taken under one
@@ -238,7 +246,8 @@ func (s *server) serve(ctx context.Context, seq uint64, method string, params an
 	s.mu.Lock()
 	state := s.stateFor(seq)
 	var c *inflightCall
-	if known && state == stateReady && dispatched && s.enabled[method] {
+	// An enabled method is one of the catalogue's.
+	if state == stateReady && dispatched && s.enabled[method] {
 		c = s.beginLocked(method, ctx)
 	}
 	s.arrivals.arrive(seq)
@@ -247,6 +256,7 @@ func (s *server) serve(ctx context.Context, seq uint64, method string, params an
 		defer s.end(c)
 		return f(s, c, params)
 	}
+	mt, known := protocol.LookupMethod(method)
 	switch {
 	case !known || mt.Direction == protocol.ExtensionToHost:
 		return nil, protocol.Errorf(protocol.CodeMethodNotFound, "method %q is not one an extension serves", method)
