@@ -162,8 +162,8 @@ var notesMutants = []Mutant{
 	{
 		Name: "notes/delivery-id-unstable", Package: "notes", Caught: "emissions/idempotent",
 		Breaks: "the same delivery names the same Events (source and delivery ID)",
-		Edits: []Edit{edit(notesGo, `return fmt.Sprintf("%s@%s.s%d", r.ID, r.Rev, x.codec.version)`,
-			`return fmt.Sprintf("%s@%s.s%d.%s", r.ID, r.Rev, x.codec.version, rand.Text())`)},
+		Edits: []Edit{edit(notesGo, `return r.ID + "@" + r.Rev + ".s" + strconv.Itoa(x.codec.version)`,
+			`return r.ID + "@" + r.Rev + ".s" + strconv.Itoa(x.codec.version) + "." + rand.Text()`)},
 	},
 	{
 		Name: "notes/sample-old-schema", Package: "notes", Caught: "routes/samples",
