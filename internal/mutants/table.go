@@ -398,7 +398,7 @@ var sdkMutants = []Mutant{
 	{
 		Name: "sdk/serves-before-initialize", Package: "notes", Caught: "wire/initialize-first",
 		Breaks: "nothing but initialize is served before initialize",
-		Edits:  []Edit{edit(sdkServer, `if known && state == stateReady && dispatched`, `if known && state != stateShutdown && dispatched`)},
+		Edits:  []Edit{edit(sdkServer, `if state == stateReady && dispatched`, `if state != stateShutdown && dispatched`)},
 	},
 	{
 		Name: "sdk/ignores-version-mismatch", Package: "schedule", Caught: "lifecycle/version-mismatch",
