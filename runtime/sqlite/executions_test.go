@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -481,18 +480,7 @@ func TestPendingWorkAgreesWithReadingEachTimer(t *testing.T) {
 func TestPendingWorkSeeksItsIndexes(t *testing.T) {
 	dir := t.TempDir()
 	openStore(t, dir)
-	rows, err := rawDB(t, dir).Query(`EXPLAIN QUERY PLAN `+sqlite.PendingWorkQuery, "retry/", "pending", "", int64(0), 500)
-	require.NoError(t, err)
-	defer rows.Close()
-	var plan []string
-	for rows.Next() {
-		var id, parent, unused int
-		var detail string
-		require.NoError(t, rows.Scan(&id, &parent, &unused, &detail))
-		plan = append(plan, detail)
-	}
-	require.NoError(t, rows.Err())
-	joined := strings.Join(plan, "\n")
+	joined := queryPlan(t, rawDB(t, dir), sqlite.PendingWorkQuery, "retry/", "pending", "", int64(0), 500)
 	assert.Contains(t, joined, "SEARCH w USING INDEX works_by_state (state=? AND id>?)", joined)
 	assert.Contains(t, joined, "SEARCH t USING INDEX sqlite_autoindex_timers_1 (key=?)", joined)
 	assert.NotContains(t, joined, "SCAN", joined)

@@ -2,7 +2,6 @@ package sqlite_test
 
 import (
 	"encoding/json"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -97,18 +96,7 @@ func ptr(s string) *string { return &s }
 func TestPriorAttemptsSeeksItsIndexes(t *testing.T) {
 	dir := t.TempDir()
 	openStore(t, dir)
-	rows, err := rawDB(t, dir).Query(`EXPLAIN QUERY PLAN `+sqlite.PriorAttemptsQuery, "scheduler", []byte("k"), "w")
-	require.NoError(t, err)
-	defer rows.Close()
-	var plan []string
-	for rows.Next() {
-		var id, parent, unused int
-		var detail string
-		require.NoError(t, rows.Scan(&id, &parent, &unused, &detail))
-		plan = append(plan, detail)
-	}
-	require.NoError(t, rows.Err())
-	joined := strings.Join(plan, "\n")
+	joined := queryPlan(t, rawDB(t, dir), sqlite.PriorAttemptsQuery, "scheduler", []byte("k"), "w")
 	assert.Contains(t, joined, "SEARCH executions USING INDEX executions_by_work (work_id=?)", joined)
 	assert.Contains(t, joined, "SEARCH kv USING PRIMARY KEY (namespace=? AND key=?)", joined)
 	assert.NotContains(t, joined, "SCAN", joined)
