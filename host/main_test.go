@@ -82,7 +82,12 @@ func runChild(mode string) {
 		}
 	}
 	fmt.Fprintf(os.Stderr, "child %s started\n", mode)
+	// The handlers reach the connection through peer: NewConn starts
+	// reading at once, so a request can be served before the assignment
+	// to conn below has run (under load it was: a nil conn in test.call).
 	var conn *jsonrpc.Conn
+	connected := make(chan struct{})
+	peer := func() *jsonrpc.Conn { <-connected; return conn }
 	methods := jsonrpc.Methods{
 		"initialize": func(ctx context.Context, req *jsonrpc.Request) (any, error) {
 			var p protocol.InitializeParams
@@ -94,7 +99,7 @@ func runChild(mode string) {
 				return nil, err
 			}
 			if mode == "early-calls" {
-				if err := callBeforeAnswering(ctx, conn, raw); err != nil {
+				if err := callBeforeAnswering(ctx, peer(), raw); err != nil {
 					return nil, err
 				}
 			}
@@ -168,7 +173,7 @@ func runChild(mode string) {
 		// test.reenter calls back to the host while the host's call is
 		// outstanding and answers the code it got.
 		"test.reenter": func(ctx context.Context, req *jsonrpc.Request) (any, error) {
-			err := conn.Call(ctx, "kv.get", protocol.KVGetParams{Namespace: "x", Key: "k"}, nil)
+			err := peer().Call(ctx, "kv.get", protocol.KVGetParams{Namespace: "x", Key: "k"}, nil)
 			return map[string]string{"code": string(protocol.CodeOf(err))}, nil
 		},
 		"test.hang": func(ctx context.Context, req *jsonrpc.Request) (any, error) {
@@ -185,7 +190,7 @@ func runChild(mode string) {
 				return nil, err
 			}
 			var raw json.RawMessage
-			if err := conn.Call(ctx, p.Method, p.Params, &raw); err != nil {
+			if err := peer().Call(ctx, p.Method, p.Params, &raw); err != nil {
 				return nil, err
 			}
 			return raw, nil
@@ -196,6 +201,7 @@ func runChild(mode string) {
 			return protocol.DecodeWireError(code, message, data)
 		},
 	})
+	close(connected)
 	<-conn.Done()
 	if mode == "ignore-sigterm" {
 		select {}
