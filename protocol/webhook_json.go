@@ -304,14 +304,8 @@ func (d *jsonScan) headersInto(h *map[string][]string) bool {
 			return true
 		}
 		start := len(values)
-		if !d.array(func(d *jsonScan) bool {
-			var s string
-			if !d.stringInto(&s) {
-				return false
-			}
-			values = append(values, s)
-			return true
-		}) {
+		var ok bool
+		if values, ok = d.appendStrings(values); !ok {
 			return false
 		}
 		m[reuseString(key, commonHeaderNames)] = values[start:len(values):len(values)]
@@ -330,19 +324,25 @@ func (d *jsonScan) stringsInto(ss *[]string) bool {
 		*ss = nil
 		return true
 	}
-	out := []string{}
-	if !d.array(func(d *jsonScan) bool {
-		var s string
-		if !d.stringInto(&s) {
-			return false
-		}
-		out = append(out, s)
-		return true
-	}) {
+	out, ok := d.appendStrings([]string{})
+	if !ok {
 		return false
 	}
 	*ss = out
 	return true
+}
+
+// appendStrings reads an array of strings onto dst (a null element is "").
+func (d *jsonScan) appendStrings(dst []string) ([]string, bool) {
+	ok := d.array(func(d *jsonScan) bool {
+		var s string
+		if !d.stringInto(&s) {
+			return false
+		}
+		dst = append(dst, s)
+		return true
+	})
+	return dst, ok
 }
 
 // array reads an array, handing each element to elem.
