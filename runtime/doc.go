@@ -25,11 +25,19 @@
 //     delete. A failed commit applies nothing, even when the caller goes on
 //     to commit the surrounding transaction.
 //
-// A Store may offer two capabilities the engine uses when present and does
-// without otherwise: PreAcceptStore, so a push's routing decided before
-// its acceptance commits with it, and DeferredSyncStore, a commit that
-// does not wait for the disk, for the one write a machine crash may lose
-// without breaking a rule (an Execution's metadata after its start).
+// A Store may offer capabilities the engine finds by type assertion, uses
+// when present and does without otherwise, with the same outcome:
+//   - PreAcceptStore: a push's routing is decided before its acceptance
+//     and commits with it, one commit instead of two;
+//   - DeferredSyncStore: a commit that does not wait for the disk, for the
+//     one write a machine crash may lose without breaking a rule (an
+//     Execution's metadata after its start);
+//   - CommittedSequenceStore: the last accepted sequence known without a
+//     read, so a routing pass with nothing left to route reads nothing
+//     (exact only while the Store is its database's only writer);
+//   - StartTx, on a Tx: an Execution's start in fewer statements (one read
+//     of the startable Work, of the prior attempts, one update each of
+//     the Work and the run).
 //
 // Bad input (see the limits in limits.go) is refused with ErrInvalid or
 // ErrTooLarge before anything is written.
