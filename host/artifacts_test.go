@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"hash"
 	"sync"
 	"testing"
 
@@ -214,4 +215,81 @@ func TestArtifactWriteFailureFailsTheNextChunkAndTheCommit(t *testing.T) {
 		assert.Equal(t, 1, blobs.writers[0].writes)
 		assert.ErrorIs(t, write(svc, id, 1000), protocol.ErrNotFound)
 	})
+}
+
+// gatedBlobs is a blob store whose first writer's first Write waits for
+// gate to close.
+type gatedBlobs struct {
+	runtime.BlobStore
+	gate    chan struct{}
+	created int
+}
+
+type gatedWriter struct {
+	runtime.BlobWriter
+	gate chan struct{}
+}
+
+func (b *gatedBlobs) CreateBlob() (runtime.BlobWriter, error) {
+	w, err := b.BlobStore.CreateBlob()
+	if err != nil {
+		return nil, err
+	}
+	b.created++
+	if b.created > 1 {
+		return w, nil
+	}
+	return &gatedWriter{BlobWriter: w, gate: b.gate}, nil
+}
+
+func (w *gatedWriter) Write(p []byte) (int, error) {
+	if w.gate != nil {
+		<-w.gate
+		w.gate = nil
+	}
+	return w.BlobWriter.Write(p)
+}
+
+// Over the wire a chunk's params arrive raw and are decoded into memory the
+// host keeps between chunks, which the artifact takes over instead of
+// copying. That memory is not decoded into again while its write is in
+// flight: here the first artifact's first write waits until a chunk of a
+// second artifact has been decoded and acknowledged, and both artifacts,
+// written chunk by chunk in turn, keep their own bytes whole and in order.
+func TestArtifactWriteRawChunksKeepTheirBytes(t *testing.T) {
+	fx := newFixture(t)
+	st := fx.store.(*sqlite.Store)
+	m, err := protocol.ParseManifest(manifestJSON("runx", "good", runnerProvides("runx"), nil))
+	require.NoError(t, err)
+	ctx := ctxT(t)
+	blobs := &gatedBlobs{BlobStore: st, gate: make(chan struct{})}
+	svc := host.NewService(host.ServiceConfig{Manifest: m, Store: st, Blobs: blobs})
+	run := svc.OpenRun("w1", "x1", nil)
+	const chunks, size = 6, 64 << 10
+	ids := make([]string, 2)
+	sums := make([]hash.Hash, 2)
+	for i := range ids {
+		var art protocol.ArtifactCreateResult
+		require.NoError(t, svc.Call(ctx, "artifact.create", protocol.ArtifactCreateParams{RunID: run.ID, Name: "out"}, &art))
+		ids[i], sums[i] = art.ArtifactID, sha256.New()
+	}
+	for k := range chunks {
+		for i, id := range ids {
+			data := bytes.Repeat([]byte{byte(16*i + k + 1)}, size)
+			sums[i].Write(data)
+			raw, err := json.Marshal(protocol.ArtifactWriteParams{ArtifactID: id, Offset: int64(k * size), Data: data})
+			require.NoError(t, err)
+			var w protocol.ArtifactWriteResult
+			require.NoError(t, svc.Call(ctx, "artifact.write", json.RawMessage(raw), &w))
+			require.Equal(t, int64((k+1)*size), w.Size)
+			if k == 0 && i == 1 {
+				close(blobs.gate) // the first artifact's first chunk is written only now
+			}
+		}
+	}
+	for i, id := range ids {
+		var done protocol.ArtifactCommitResult
+		require.NoError(t, svc.Call(ctx, "artifact.commit", protocol.ArtifactCommitParams{ArtifactID: id, Size: chunks * size}, &done))
+		assert.Equal(t, hex.EncodeToString(sums[i].Sum(nil)), done.SHA256, "artifact %d", i)
+	}
 }

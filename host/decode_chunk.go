@@ -13,13 +13,19 @@ import (
 // to protocol.MaxChunkBytes as base64: raw params go through the
 // transport's decoder, which decodes a big base64 member straight into
 // its []byte, several times faster than encoding/json, with the same
-// outcome. The chunk is decoded into a buffer kept from the chunk before
+// outcome. The chunk is decoded into a buffer kept from an earlier chunk
 // (chunkBuffers), not into new memory, which cost page faults on every
-// chunk; f must not keep p.Data after it returns (artifactWrite copies
-// it). Params the decoder refuses are decoded again as serve does, so the
+// chunk. f gets that buffer's slot in the pool: it may take p.Data's
+// memory for itself by putting memory of its own, which it no longer
+// uses, in the slot (artifactWrite swaps it with the buffer it writes
+// from, rather than copying the chunk); otherwise f must not keep p.Data
+// after it returns. The slot is nil when p.Data is not the pool's.
+// Params the decoder refuses are decoded again as serve does, so the
 // refusal reads the same.
-func serveChunk[R any](method string, f func(*Service, context.Context, protocol.ArtifactWriteParams) (R, error)) serviceMethod {
-	slow := serve(f)
+func serveChunk[R any](method string, f func(*Service, context.Context, protocol.ArtifactWriteParams, *[]byte) (R, error)) serviceMethod {
+	slow := serve(func(s *Service, ctx context.Context, p protocol.ArtifactWriteParams) (R, error) {
+		return f(s, ctx, p, nil)
+	})
 	return func(s *Service, ctx context.Context, params any) (any, error) {
 		raw, ok := params.(json.RawMessage)
 		if !ok || len(raw) == 0 {
@@ -34,10 +40,11 @@ func serveChunk[R any](method string, f func(*Service, context.Context, protocol
 			// member must stay nil, not the empty buffer).
 			return slow(s, ctx, params)
 		}
-		if cap(p.Data) > cap(*buf) && cap(p.Data) <= chunkBufferBytes {
-			*buf = p.Data[:0] // a small buffer grown by a chunk: keep the grown one
+		if cap(p.Data) > chunkBufferBytes {
+			return f(s, ctx, p, nil) // not memory the pool keeps
 		}
-		return f(s, ctx, p)
+		*buf = p.Data[:0] // the decode's memory, grown or not, is the slot's
+		return f(s, ctx, p, buf)
 	}
 }
 

@@ -53,7 +53,9 @@ func TestServeChunkDecodesAsServe(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			want, wantErr := decodedBy(serve, json.RawMessage(params))
 			got, gotErr := decodedBy(func(f func(*Service, context.Context, protocol.ArtifactWriteParams) (protocol.ArtifactWriteParams, error)) serviceMethod {
-				return serveChunk("artifact.write", f)
+				return serveChunk("artifact.write", func(s *Service, ctx context.Context, p protocol.ArtifactWriteParams, _ *[]byte) (protocol.ArtifactWriteParams, error) {
+					return f(s, ctx, p)
+				})
 			}, json.RawMessage(params))
 			if wantErr != nil {
 				require.Error(t, gotErr)
@@ -81,7 +83,9 @@ func BenchmarkArtifactWriteDecode(b *testing.B) {
 	}
 	for name, m := range map[string]serviceMethod{
 		"encoding-json": serve(identity),
-		"transport":     serveChunk("artifact.write", identity),
+		"transport": serveChunk("artifact.write", func(s *Service, ctx context.Context, p protocol.ArtifactWriteParams, _ *[]byte) (int, error) {
+			return identity(s, ctx, p)
+		}),
 	} {
 		b.Run(name, func(b *testing.B) {
 			b.SetBytes(int64(len(chunk)))

@@ -283,7 +283,8 @@ type openArtifact struct {
 	writing chan error
 	failed  error
 	// spare holds the chunk being written: a chunk's bytes are the
-	// caller's (a buffer it reuses), so write copies them here first.
+	// caller's (a buffer it reuses), so write takes them over or copies
+	// them here first.
 	spare []byte
 }
 
@@ -293,13 +294,20 @@ type openArtifact struct {
 // next one. At most one chunk is in flight, so the acknowledgement still
 // paces the writer (a chunk waits for the one before it), and a write
 // that fails fails the next chunk and the commit, which never keeps a
-// blob that missed a chunk. The caller holds the table's lock.
-func (a *openArtifact) write(data []byte) error {
+// blob that missed a chunk. slot, when not nil, holds data's memory
+// (serveChunk's pool): write then takes that memory and leaves spare's in
+// the slot, instead of copying the chunk. The caller holds the table's
+// lock.
+func (a *openArtifact) write(data []byte, slot *[]byte) error {
 	if err := a.settle(); err != nil {
 		return err
 	}
 	// Settled: the chunk before is written and spare free again.
-	a.spare = append(a.spare[:0], data...)
+	if slot != nil {
+		*slot, a.spare = a.spare[:0], data
+	} else {
+		a.spare = append(a.spare[:0], data...)
+	}
 	chunk := a.spare
 	done := make(chan error, 1)
 	a.writing = done
@@ -436,7 +444,9 @@ func (s *Service) artifactCreate(ctx context.Context, p protocol.ArtifactCreateP
 	return out, nil
 }
 
-func (s *Service) artifactWrite(ctx context.Context, p protocol.ArtifactWriteParams) (protocol.ArtifactWriteResult, error) {
+// artifactWrite serves artifact.write; slot is p.Data's memory, which it
+// may take (see serveChunk), or nil.
+func (s *Service) artifactWrite(ctx context.Context, p protocol.ArtifactWriteParams, slot *[]byte) (protocol.ArtifactWriteResult, error) {
 	var out protocol.ArtifactWriteResult
 	if len(p.Data) > protocol.MaxChunkBytes {
 		return out, protocol.Errorf(protocol.CodeInvalid, "a chunk is at most %d bytes, not %d", protocol.MaxChunkBytes, len(p.Data))
@@ -457,7 +467,7 @@ func (s *Service) artifactWrite(ctx context.Context, p protocol.ArtifactWritePar
 	case p.Offset != a.size:
 		return out, protocol.Errorf(protocol.CodeInvalid, "chunk at offset %d, but %d bytes are written", p.Offset, a.size)
 	default:
-		if err := a.write(p.Data); err != nil {
+		if err := a.write(p.Data, slot); err != nil {
 			return out, err
 		}
 		a.size += int64(len(p.Data))
