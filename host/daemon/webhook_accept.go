@@ -62,8 +62,9 @@ type groupAcceptor struct {
 	// carried (delivered/commits is the sharing a benchmark reports);
 	// busy is the time spent committing, in nanoseconds (busy over a
 	// benchmark's time says whether the single committer is what bounds
-	// it).
-	commits, delivered, busy atomic.Int64
+	// it); syncing is the part of busy after a transaction's work, its
+	// commit (the log's write and fsync), in nanoseconds.
+	commits, delivered, busy, syncing atomic.Int64
 	// waits counts groups that waited for siblings, waitTimeouts those of
 	// them the bound ended, joined the deliveries that came during a wait
 	// and waited the time spent waiting, in nanoseconds.
@@ -306,11 +307,13 @@ func (g *groupAcceptor) commit(group []*delivery) {
 			g.meanCommit += (took - g.meanCommit) / 8
 		}
 	}()
+	var worked time.Time // when the transaction's work ended
 	err := g.store.Transact(ctx, func(tx runtime.Tx) error {
 		for i := 0; ; i++ {
 			if i == len(group) {
 				d := g.lateJoiner(len(group))
 				if d == nil {
+					worked = time.Now()
 					return nil
 				}
 				group = append(group, d)
@@ -326,6 +329,9 @@ func (g *groupAcceptor) commit(group []*delivery) {
 			}
 		}
 	})
+	if err == nil {
+		g.syncing.Add(int64(time.Since(worked)))
+	}
 	g.commits.Add(1)
 	g.delivered.Add(int64(len(group)))
 	if err == nil || len(group) == 1 {

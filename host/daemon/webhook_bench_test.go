@@ -57,10 +57,13 @@ const webhookRounds = 4
 // all of them. Reported: both rates and their ratio (issue 12 asks
 // ≥ 0.5), the webhook's p50 and p99 latency to 2xx, deliveries per group
 // commit, the share of the webhook phase the committer spent committing
-// and the mean commit, the deliveries per commit that joined its
-// transaction under way (groupAcceptor.lateJoiner), the share of commits
-// that waited for deliveries in flight, their mean wait and the share of
-// waits the bound ended (groupAcceptor.waitForSiblings), and the CPU time
+// and the mean commit, the part of it after the transaction's work (its
+// commit: the log's write and fsync) and the committer's time per commit
+// with nothing to commit (idle-ms: neither committing nor waiting for
+// siblings), the deliveries per commit that joined its transaction under
+// way (groupAcceptor.lateJoiner), the share of commits that waited for
+// deliveries in flight, their mean wait and the share of waits the bound
+// ended (groupAcceptor.waitForSiblings), and the CPU time
 // per delivery of this process (daemon and senders) and of the notes
 // process, and this process's allocations per delivery, over the webhook
 // phase. With
@@ -124,6 +127,7 @@ func BenchmarkWebhookNotes(b *testing.B) {
 			b.StartTimer()
 
 			commits0, delivered0, busy0 := acc.commits.Load(), acc.delivered.Load(), acc.busy.Load()
+			syncing0 := acc.syncing.Load()
 			waits0, waited0, late0 := acc.waits.Load(), acc.waited.Load(), acc.lateJoined.Load()
 			timeouts0 := acc.waitTimeouts.Load()
 			selfCPU0, notesCPU0 := cpuOfSelf(b), cpuOfProcess(b, notesPID)
@@ -160,6 +164,7 @@ func BenchmarkWebhookNotes(b *testing.B) {
 			mode.commits += acc.commits.Load() - commits0
 			mode.delivered += acc.delivered.Load() - delivered0
 			mode.busy += time.Duration(acc.busy.Load() - busy0)
+			mode.syncing += time.Duration(acc.syncing.Load() - syncing0)
 			mode.waits += acc.waits.Load() - waits0
 			mode.waited += acc.waited.Load() - waited0
 			mode.lateJoined += acc.lateJoined.Load() - late0
@@ -199,7 +204,8 @@ type webhookMode struct {
 	maxDelay                           time.Duration
 	requests                           [][]byte
 	latencies                          [][]time.Duration // per sender
-	took, busy, selfCPU, notesCPU      time.Duration
+	took, busy, syncing                time.Duration
+	selfCPU, notesCPU                  time.Duration
 	commits, delivered, mallocs, waits int64
 	waited                             int64 // nanoseconds
 	lateJoined, waitTimeouts           int64
@@ -219,6 +225,9 @@ func (m *webhookMode) report(b *testing.B, storeRate float64) {
 	metric(float64(m.lateJoined)/float64(max(m.commits, 1)), "late-joined/commit")
 	metric(m.busy.Seconds()/m.took.Seconds(), "committer-busy")
 	metric(float64(m.busy.Microseconds())/1000/float64(max(m.commits, 1)), "commit-ms")
+	metric(float64(m.syncing.Microseconds())/1000/float64(max(m.commits, 1)), "commit-sync-ms")
+	idle := m.took - m.busy - time.Duration(m.waited)
+	metric(float64(idle.Microseconds())/1000/float64(max(m.commits, 1)), "idle-ms")
 	if m.maxDelay > 0 {
 		metric(float64(m.waits)/float64(max(m.commits, 1)), "waited-commits")
 		metric(float64(m.waited)/1e6/float64(max(m.waits, 1)), "wait-ms")
