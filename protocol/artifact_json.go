@@ -20,6 +20,14 @@ import (
 // no MarshalJSON, and TestArtifactWriteParamsAppendJSON and
 // FuzzArtifactWriteParamsAppendJSON hold AppendJSON to json.Marshal.
 
+// AppendsStrictJSON declares that AppendJSON's output keeps the
+// transport's strict rule and holds no line break (jsonrpc.StrictAppender),
+// so the transport sends it unscanned: an id is plain ASCII or
+// json.Marshal's string, which escapes line breaks and replaces invalid
+// UTF-8; the offset is an integer; the data base64 or null.
+// FuzzArtifactWriteParamsAppendJSON holds it to that.
+func (ArtifactWriteParams) AppendsStrictJSON() {}
+
 // AppendJSON appends p as json.Marshal writes it: the same bytes, but for
 // an artifact id that encoding/json escapes, which is appended as the
 // same string.

@@ -19,6 +19,11 @@ type appended string
 
 func (a appended) AppendJSON(buf []byte) ([]byte, error) { return append(buf, a...), nil }
 
+// strictAppended is an appended that declares its output strict.
+type strictAppended struct{ appended }
+
+func (strictAppended) AppendsStrictJSON() {}
+
 // A value that appends itself crosses as what it appended, with its line
 // breaks as spaces; what breaks the strict rule, or is not JSON, is
 // refused before it is sent, as any value's JSON is.
@@ -52,6 +57,13 @@ func TestAppenderParams(t *testing.T) {
 		assert.False(t, errors.As(err, &answered), "%s: refused here, not by the peer: %v", name, err)
 	}
 
+	// A StrictAppender's output is sent unscanned: what the scan would
+	// have refused here is refused by the peer, which answers.
+	err := client.Call(t.Context(), "take", strictAppended{`{"a":"\ud800"}`}, nil)
+	var answered *jsonrpc.Error
+	require.ErrorAs(t, err, &answered, "sent, and refused by the peer")
+	assert.Equal(t, jsonrpc.CodeInvalidParams, answered.Code)
+
 	// The protocol's chunk params arrive as json.Marshal would have sent them.
 	chunk := make([]byte, 64<<10)
 	for i := range chunk {
@@ -62,4 +74,33 @@ func TestAppenderParams(t *testing.T) {
 	want, err := json.Marshal(p)
 	require.NoError(t, err)
 	assert.Equal(t, string(want), string(got))
+}
+
+// protocol.ArtifactWriteParams declares its output strict (StrictAppender),
+// so the Conn sends it unscanned: whatever the params, what it appends
+// keeps the strict rule and holds no line break.
+func TestArtifactWriteParamsKeepsTheStrictPromise(t *testing.T) {
+	var _ jsonrpc.StrictAppender = protocol.ArtifactWriteParams{}
+	for _, id := range []string{"art_0123456789abcdef", "", "a\"\\\n\r\t<>&\u2028\u2029é", "a\xffb\xed\xa0\x80", "\x00\x1f\x7f"} {
+		for _, data := range [][]byte{nil, {}, []byte("hello"), make([]byte, 64<<10)} {
+			checkStrictPromise(t, protocol.ArtifactWriteParams{ArtifactID: id, Offset: -1 << 62, Data: data})
+		}
+	}
+}
+
+func FuzzArtifactWriteParamsKeepsTheStrictPromise(f *testing.F) {
+	f.Add("art_1", int64(0), []byte("hello"))
+	f.Add("a\nb\xff", int64(-1), []byte{})
+	f.Fuzz(func(t *testing.T, id string, off int64, data []byte) {
+		checkStrictPromise(t, protocol.ArtifactWriteParams{ArtifactID: id, Offset: off, Data: data})
+	})
+}
+
+func checkStrictPromise(t *testing.T, p protocol.ArtifactWriteParams) {
+	t.Helper()
+	out, err := p.AppendJSON(nil)
+	require.NoError(t, err)
+	require.NoError(t, jsonrpc.CheckStrict(out), "%q", out)
+	require.NotContains(t, string(out), "\n")
+	require.NotContains(t, string(out), "\r")
 }
