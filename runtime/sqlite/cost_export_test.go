@@ -40,7 +40,12 @@ func MeasureWrites(ctx context.Context, s *Store, fn func() error) (WriteCost, e
 		return WriteCost{}, err
 	}
 	var busy, frames, done int
-	if err := s.writer.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &frames, &done); err != nil {
+	conn, err := s.lockWriter(ctx)
+	if err != nil {
+		return WriteCost{}, err
+	}
+	defer s.unlockWriter()
+	if err := conn.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &frames, &done); err != nil {
 		return WriteCost{}, err
 	}
 	cost.Frames = frames
@@ -51,7 +56,12 @@ func MeasureWrites(ctx context.Context, s *Store, fn func() error) (WriteCost, e
 
 func checkpoint(ctx context.Context, s *Store, mode string, mustEmpty bool) error {
 	var busy, frames, done int
-	if err := s.writer.QueryRowContext(ctx, `PRAGMA wal_checkpoint(`+mode+`)`).Scan(&busy, &frames, &done); err != nil {
+	conn, err := s.lockWriter(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.unlockWriter()
+	if err := conn.QueryRowContext(ctx, `PRAGMA wal_checkpoint(`+mode+`)`).Scan(&busy, &frames, &done); err != nil {
 		return err
 	}
 	if mustEmpty && (busy != 0 || frames != done) {

@@ -25,6 +25,9 @@
 // when its context ends, and each begins IMMEDIATE so it holds the write
 // lock from its first statement. A busy_timeout covers the rare case of
 // another process holding the database (a backup, an operator's sqlite3).
+// Once begun, a write transaction's statements do not watch its context
+// (nothing starts a goroutine per statement to do so): a cancel stops
+// its next statement and its commit, not a statement under way.
 // Reads (View) run on a separate pool of query-only connections against
 // WAL snapshots, concurrently with the writer.
 //

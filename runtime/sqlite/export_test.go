@@ -1,5 +1,7 @@
 package sqlite
 
+import "context"
+
 // Queries whose plans the tests check.
 const (
 	ScopeEventsQuery = qScopeEvents
@@ -16,8 +18,13 @@ var Migrations = len(migrations)
 
 // WriterPragma reads a pragma on the writer connection.
 func WriterPragma(s *Store, name string) (string, error) {
+	conn, err := s.lockWriter(context.Background())
+	if err != nil {
+		return "", err
+	}
+	defer s.unlockWriter()
 	var v string
-	err := s.writer.QueryRow(`PRAGMA ` + name).Scan(&v)
+	err = conn.QueryRowContext(context.Background(), `PRAGMA `+name).Scan(&v)
 	return v, err
 }
 

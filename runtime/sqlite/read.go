@@ -14,8 +14,13 @@ import (
 // querier runs statements in one transaction, refusing them once the
 // transaction's function has returned.
 type querier struct {
-	ctx   context.Context
+	ctx context.Context
+	// A View's transaction is tx. The writer's is on conn, its statements
+	// run with run, a context that is never done (see Store.run), after
+	// a check of ctx.
 	tx    *sql.Tx
+	conn  *sql.Conn
+	run   context.Context
 	cache *stmtCache
 	done  bool
 	// wrote is set once a statement changed a row: only then does the
@@ -25,29 +30,53 @@ type querier struct {
 
 var errTxDone = fmt.Errorf("%w: the transaction has finished", runtime.ErrInvalid)
 
-func (q *querier) query(query string, args ...any) (*sql.Rows, error) {
+// check refuses a statement once the transaction has finished or, on the
+// writer, once ctx is done.
+func (q *querier) check() error {
 	if q.done {
-		return nil, errTxDone
+		return errTxDone
 	}
-	if st := q.cache.get(query); st != nil {
+	if q.conn != nil {
+		return q.ctx.Err()
+	}
+	return nil
+}
+
+func (q *querier) query(query string, args ...any) (*sql.Rows, error) {
+	if err := q.check(); err != nil {
+		return nil, err
+	}
+	st := q.cache.get(query)
+	switch {
+	case q.conn != nil && st != nil:
+		return st.QueryContext(q.run, args...)
+	case q.conn != nil:
+		return q.conn.QueryContext(q.run, query, args...)
+	case st != nil:
 		return q.tx.StmtContext(q.ctx, st).QueryContext(q.ctx, args...)
 	}
 	return q.tx.QueryContext(q.ctx, query, args...)
 }
 
 func (q *querier) row(query string, args ...any) (*sql.Row, error) {
-	if q.done {
-		return nil, errTxDone
+	if err := q.check(); err != nil {
+		return nil, err
 	}
-	if st := q.cache.get(query); st != nil {
+	st := q.cache.get(query)
+	switch {
+	case q.conn != nil && st != nil:
+		return st.QueryRowContext(q.run, args...), nil
+	case q.conn != nil:
+		return q.conn.QueryRowContext(q.run, query, args...), nil
+	case st != nil:
 		return q.tx.StmtContext(q.ctx, st).QueryRowContext(q.ctx, args...), nil
 	}
 	return q.tx.QueryRowContext(q.ctx, query, args...), nil
 }
 
 func (q *querier) exec(query string, args ...any) (res sql.Result, err error) {
-	if q.done {
-		return nil, errTxDone
+	if err := q.check(); err != nil {
+		return nil, err
 	}
 	defer func() {
 		if err == nil && !q.wrote {
@@ -55,7 +84,13 @@ func (q *querier) exec(query string, args ...any) (res sql.Result, err error) {
 			q.wrote = nerr != nil || n > 0 // unknown counts as written
 		}
 	}()
-	if st := q.cache.get(query); st != nil {
+	st := q.cache.get(query)
+	switch {
+	case q.conn != nil && st != nil:
+		return st.ExecContext(q.run, args...)
+	case q.conn != nil:
+		return q.conn.ExecContext(q.run, query, args...)
+	case st != nil:
 		return q.tx.StmtContext(q.ctx, st).ExecContext(q.ctx, args...)
 	}
 	return q.tx.ExecContext(q.ctx, query, args...)

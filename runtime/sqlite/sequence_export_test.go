@@ -14,7 +14,10 @@ import (
 // is prepared, so it would leak into the writer's next transaction.
 func ExecInTx(rt runtime.Tx, query string, args ...any) error {
 	q := &rt.(*tx).q
-	if _, err := q.tx.ExecContext(q.ctx, query, args...); err != nil {
+	if err := q.check(); err != nil {
+		return err
+	}
+	if _, err := q.conn.ExecContext(q.run, query, args...); err != nil {
 		return err
 	}
 	q.wrote = true
@@ -25,11 +28,11 @@ func ExecInTx(rt runtime.Tx, query string, args ...any) error {
 // inside a transaction: a BEGIN on it is refused then.
 func WriterInTransaction(s *Store) (bool, error) {
 	ctx := context.Background()
-	conn, err := s.writer.Conn(ctx)
+	conn, err := s.lockWriter(ctx)
 	if err != nil {
 		return false, err
 	}
-	defer conn.Close()
+	defer s.unlockWriter()
 	if _, err := conn.ExecContext(ctx, `BEGIN`); err != nil {
 		if strings.Contains(err.Error(), "within a transaction") {
 			return true, nil

@@ -7,13 +7,13 @@ import (
 	"sync/atomic"
 )
 
-// stmtCache keeps prepared statements of one pool, so a transaction does not
-// parse its SQL again each time. A statement first met inside a
-// transaction runs unprepared and is prepared after that transaction ends:
-// preparing needs a free connection, and the writer's only connection is
-// the transaction's.
+// stmtCache keeps prepared statements of one pool (the readers') or one
+// connection (the writer's), so a transaction does not parse its SQL again
+// each time. A statement first met inside a transaction runs unprepared
+// and is prepared after that transaction ends: a reader's preparing needs
+// a free connection, and a flag pragma would take effect when prepared.
 type stmtCache struct {
-	db      *sql.DB
+	db      preparer
 	mu      sync.RWMutex
 	stmts   map[string]*sql.Stmt
 	pending map[string]bool
@@ -23,7 +23,12 @@ type stmtCache struct {
 	wg        sync.WaitGroup // the background preparation, so close can wait
 }
 
-func newStmtCache(db *sql.DB) *stmtCache {
+// preparer is a *sql.DB or a *sql.Conn.
+type preparer interface {
+	PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
+}
+
+func newStmtCache(db preparer) *stmtCache {
 	return &stmtCache{db: db, stmts: map[string]*sql.Stmt{}, pending: map[string]bool{}}
 }
 

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,8 +39,17 @@ type Store struct {
 	dir    string
 	writer *sql.DB // one connection: the single writer
 	reader *sql.DB // query-only connections for View
-	wstmts *stmtCache
 	rstmts *stmtCache
+
+	// The writer's connection is held from its first transaction to
+	// Close, so a transaction runs on it without database/sql's Tx (whose
+	// watcher goroutines, one per transaction and one per Rows, cost
+	// several context switches a write). wsem is the right to use it:
+	// wconn and wstmts (prepared on it) are read and replaced only by its
+	// holder.
+	wsem   chan struct{}
+	wconn  *sql.Conn
+	wstmts *stmtCache
 	now    func() time.Time
 	closed atomic.Bool
 
@@ -103,7 +113,7 @@ func Open(dir string, opts ...Option) (*Store, error) {
 	if err := os.MkdirAll(abs, 0o700); err != nil {
 		return nil, fmt.Errorf("sqlite: open: %w", err)
 	}
-	s := &Store{dir: abs, now: time.Now}
+	s := &Store{dir: abs, now: time.Now, wsem: make(chan struct{}, 1)}
 	for _, o := range opts {
 		o(s)
 	}
@@ -162,7 +172,7 @@ func Open(dir string, opts ...Option) (*Store, error) {
 	}
 	s.reader.SetMaxOpenConns(readConns)
 	s.reader.SetMaxIdleConns(readConns)
-	s.wstmts, s.rstmts = newStmtCache(s.writer), newStmtCache(s.reader)
+	s.rstmts = newStmtCache(s.reader)
 	return s, nil
 }
 
@@ -255,17 +265,14 @@ func (s *Store) Transact(ctx context.Context, fn func(runtime.Tx) error) (err er
 	if s.closed.Load() {
 		return errClosed
 	}
-	// BeginTx waits for the single writer connection; the wait ends with ctx.
-	sqlTx, err := s.writer.BeginTx(ctx, nil)
+	conn, err := s.lockWriter(ctx)
 	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return fmt.Errorf("sqlite: begin: %w", err)
+		return err
 	}
+	defer s.unlockWriter()
 	covers := s.deferredGen.Load() // the writer is ours: no deferred commit is under way
 	var t *tx
-	if err := s.run(ctx, sqlTx, func(rt runtime.Tx) error { t = rt.(*tx); return fn(rt) }, false); err != nil {
+	if err := s.run(ctx, conn, func(rt runtime.Tx) error { t = rt.(*tx); return fn(rt) }, false); err != nil {
 		return err
 	}
 	if !t.q.wrote {
@@ -290,33 +297,25 @@ func (s *Store) TransactDeferSync(ctx context.Context, fn func(runtime.Tx) error
 	if s.closed.Load() {
 		return errClosed
 	}
-	conn, err := s.writer.Conn(ctx)
+	conn, err := s.lockWriter(ctx)
 	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return fmt.Errorf("sqlite: begin: %w", err)
+		return err
 	}
-	defer conn.Close()
+	defer s.unlockWriter()
 	// The pragmas run without ctx: once the connection is ours, it must go
-	// back to FULL whatever happens to the caller.
+	// back to FULL whatever happens to the caller. They run unprepared: a
+	// pragma's setting takes effect when it is prepared.
 	if _, err := conn.ExecContext(context.Background(), `PRAGMA synchronous = NORMAL`); err != nil {
 		return fmt.Errorf("sqlite: deferred sync: %w", err)
 	}
-	runErr := func() error {
-		sqlTx, err := conn.BeginTx(ctx, nil)
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			return fmt.Errorf("sqlite: begin: %w", err)
-		}
-		return s.run(ctx, sqlTx, fn, true)
-	}()
+	runErr := s.run(ctx, conn, fn, true)
+	if conn != s.wconn {
+		return runErr // run dropped the writer: the next is opened with FULL
+	}
 	if _, err := conn.ExecContext(context.Background(), `PRAGMA synchronous = FULL`); err != nil {
 		// A writer that might commit unsynced is closed, not reused: the
 		// pool opens a new one with the DSN's FULL.
-		conn.Raw(func(any) error { return driver.ErrBadConn })
+		s.dropWriter()
 		return errors.Join(runErr, fmt.Errorf("sqlite: deferred sync: restoring synchronous=FULL: %w", err))
 	}
 	if runErr != nil {
@@ -327,10 +326,79 @@ func (s *Store) TransactDeferSync(ctx context.Context, fn func(runtime.Tx) error
 	return nil
 }
 
-// run runs fn in sqlTx and commits it.
-func (s *Store) run(ctx context.Context, sqlTx *sql.Tx, fn func(runtime.Tx) error, deferSync bool) error {
-	t := &tx{reader: reader{q: querier{ctx: ctx, tx: sqlTx, cache: s.wstmts}}, now: s.now, deferSync: deferSync,
-		activeWaits: s.activeWaits.Load()}
+// lockWriter waits, until ctx ends, for the writer connection, and opens
+// it if it is not open. unlockWriter gives it back.
+func (s *Store) lockWriter(ctx context.Context) (*sql.Conn, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	select {
+	case s.wsem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if s.closed.Load() {
+		<-s.wsem
+		return nil, errClosed
+	}
+	if s.wconn == nil {
+		conn, err := s.writer.Conn(ctx)
+		if err != nil {
+			<-s.wsem
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, fmt.Errorf("sqlite: begin: %w", err)
+		}
+		s.wconn, s.wstmts = conn, newStmtCache(conn)
+	}
+	return s.wconn, nil
+}
+
+func (s *Store) unlockWriter() { <-s.wsem }
+
+// dropWriter closes the writer connection, for one that cannot be trusted
+// (left in a transaction, or perhaps committing unsynced): the next
+// transaction opens a new one with the DSN's settings. Its caller holds it.
+func (s *Store) dropWriter() {
+	if s.wconn == nil {
+		return
+	}
+	s.wstmts.close()
+	s.wconn.Raw(func(any) error { return driver.ErrBadConn })
+	s.wconn.Close()
+	s.wconn, s.wstmts = nil, nil
+}
+
+// rollback ends the writer's transaction, if one is open.
+func (s *Store) rollback(conn *sql.Conn) {
+	_, err := conn.ExecContext(context.Background(), `ROLLBACK`)
+	if err != nil && !strings.Contains(err.Error(), "no transaction is active") {
+		s.dropWriter()
+	}
+}
+
+// run runs fn in a transaction on conn, the writer (its caller holds it),
+// and commits it.
+//
+// BEGIN IMMEDIATE runs with ctx, so a wait for another process's lock ends
+// with it. The statements after it run with a context that is never done,
+// so neither database/sql nor the driver starts a goroutine per statement
+// to watch it; ctx is checked before each statement and before the
+// commit, so a cancel still stops fn's next statement and the commit. It
+// no longer interrupts a statement under way: a write transaction's
+// statements are short (their pages are bounded), and holding the write
+// lock, none waits for a lock.
+func (s *Store) run(ctx context.Context, conn *sql.Conn, fn func(runtime.Tx) error, deferSync bool) error {
+	if _, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
+		s.rollback(conn) // in case it was interrupted once under way
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("sqlite: begin: %w", err)
+	}
+	t := &tx{reader: reader{q: querier{ctx: ctx, run: context.WithoutCancel(ctx), conn: conn, cache: s.wstmts}},
+		now: s.now, deferSync: deferSync, activeWaits: s.activeWaits.Load()}
 	if s.waitsUnknown.Load() {
 		t.activeWaits = -1
 	}
@@ -338,9 +406,11 @@ func (s *Store) run(ctx context.Context, sqlTx *sql.Tx, fn func(runtime.Tx) erro
 	defer func() {
 		t.q.done = true
 		if !finished {
-			sqlTx.Rollback()
+			s.rollback(conn)
 		}
-		s.wstmts.prepareLater()
+		if s.wstmts != nil {
+			s.wstmts.prepareAll(context.Background()) // on conn, which is still ours
+		}
 	}()
 	if err := fn(t); err != nil {
 		return err
@@ -367,11 +437,10 @@ func (s *Store) run(ctx context.Context, sqlTx *sql.Tx, fn func(runtime.Tx) erro
 		s.activeWaits.Add(t.waitDelta) // counted as committedSeq is
 	}
 	// A COMMIT the database refuses (a deferred foreign key, a busy lock)
-	// leaves SQLite inside the transaction; the driver's Commit rolls it
-	// back before database/sql gives the connection back to the pool, where
-	// an open transaction would refuse every later BEGIN
-	// (TestAFailedCommitLeavesTheWriterUsable).
-	if err := sqlTx.Commit(); err != nil {
+	// leaves SQLite inside the transaction, which would refuse every later
+	// BEGIN: it is rolled back (TestAFailedCommitLeavesTheWriterUsable).
+	if _, err := conn.ExecContext(context.Background(), `COMMIT`); err != nil {
+		s.rollback(conn)
 		if t.acceptedSeq > 0 {
 			s.seqUnknown.Store(true)
 		}
@@ -484,7 +553,13 @@ func (s *Store) Close() error {
 		s.flush = nil
 	}
 	s.flushMu.Unlock()
-	s.wstmts.close()
+	s.wsem <- struct{}{} // waits for a running transaction; later ones find the store closed
+	if s.wconn != nil {
+		s.wstmts.close()
+		s.wconn.Close()
+		s.wconn, s.wstmts = nil, nil
+	}
+	<-s.wsem
 	s.rstmts.close()
 	return errors.Join(syncErr, s.reader.Close(), s.writer.Close())
 }
