@@ -102,3 +102,69 @@ func BenchmarkArtifactWriteParamsAppendJSON(b *testing.B) {
 		}
 	})
 }
+
+// ArtifactWriteParams.DecodeJSON is held to encoding/json: the same
+// document decodes to the same value with the same error, from a zero
+// value and from one already holding values (encoding/json keeps what a
+// document does not mention). Its fast path takes the small members as
+// the transport hands them over, data null.
+func TestArtifactWriteParamsDecodeAgreesWithEncodingJSON(t *testing.T) {
+	for _, c := range []struct {
+		doc  string
+		fast bool
+	}{
+		{`{"artifact_id":"art_0123456789abcdef","offset":1048576,"data":null}`, true},
+		{` { "offset" : -0 , "artifact_id" : "é" , "data" : null } `, true},
+		{`{"offset":999999999999999999}`, true},
+		{`{"artifact_id":null,"offset":null,"data":null}`, true},
+		{`{}`, true},
+		{`null`, true},
+		{`{"offset":-7}`, true},
+
+		{`{"artifact_id":"a","offset":0,"data":"aGVsbG8="}`, false},
+		{`{"data":"aGVs\nbG8="}`, false},
+		{`{"offset":1000000000000000000}`, false},
+		{`{"offset":9223372036854775808}`, false},
+		{`{"offset":1.0}`, false},
+		{`{"offset":1e3}`, false},
+		{`{"offset":01}`, false},
+		{`{"offset":-}`, false},
+		{`{"offset":"1"}`, false},
+		{`{"offset":1x}`, false},
+		{`{"offset":1,"offset":2}`, false},
+		{`{"Offset":1}`, false},
+		{`{"artifact_id":"a\"b"}`, false},
+		{"{\"artifact_id\":\"\xff\"}", false},
+		{`{"artifact_id":1}`, false},
+		{`{"data":5}`, false},
+		{`{"data":nul}`, false},
+		{`{"extra":1}`, false},
+		{`{"offset":1}x`, false},
+		{`[]`, false},
+		{``, false},
+	} {
+		checkArtifactWriteDecode(t, []byte(c.doc))
+		assert.Equal(t, c.fast, protocol.ArtifactWriteFastForTest([]byte(c.doc)), "fast path for %q", c.doc)
+	}
+}
+
+func FuzzArtifactWriteParamsDecodeJSON(f *testing.F) {
+	f.Add([]byte(`{"artifact_id":"art_1","offset":65536,"data":null}`))
+	f.Add([]byte(`{"offset":-12,"data":"aGVsbG8="}`))
+	f.Fuzz(func(t *testing.T, doc []byte) { checkArtifactWriteDecode(t, doc) })
+}
+
+func checkArtifactWriteDecode(t *testing.T, doc []byte) {
+	t.Helper()
+	for _, start := range []protocol.ArtifactWriteParams{{}, {ArtifactID: "old", Offset: 5, Data: []byte("old")}} {
+		want, got := start, start
+		wantErr := json.Unmarshal(doc, &want)
+		gotErr := got.DecodeJSON(doc)
+		if wantErr == nil {
+			assert.NoError(t, gotErr, "%q", doc)
+		} else if assert.Error(t, gotErr, "%q", doc) {
+			assert.Equal(t, wantErr.Error(), gotErr.Error(), "%q", doc)
+		}
+		assert.Equal(t, want, got, "%q", doc)
+	}
+}

@@ -96,3 +96,10 @@ func OperationCallFastForTest(data []byte) (params, result bool) {
 	var r OperationCallResult
 	return decodeOperationCallParams(data, &p), decodeOperationCallResult(data, &r)
 }
+
+// ArtifactWriteFastForTest reports whether ArtifactWriteParams.DecodeJSON
+// takes its fast path for doc.
+func ArtifactWriteFastForTest(doc []byte) bool {
+	var p ArtifactWriteParams
+	return decodeArtifactWriteParams(doc, &p)
+}

@@ -64,7 +64,7 @@ func unmarshal(data []byte, v any) error {
 		last = m.end
 	}
 	small = append(small, data[last:]...)
-	if err := json.Unmarshal(small, v); err != nil {
+	if err := unmarshalSmall(small, v); err != nil {
 		return err
 	}
 	for i, m := range big {
@@ -100,6 +100,25 @@ func unmarshal(data []byte, v any) error {
 		}
 	}
 	return nil
+}
+
+// jsonDecoder is a value with a hand-written decoder that gives
+// json.Unmarshal's outcome (protocol.JSONDecoder; protocol's
+// ArtifactWriteParams reads the small members of a chunk's params, which
+// encoding/json's reflection otherwise spent more on than the rest of the
+// cut). It must not keep data.
+type jsonDecoder interface {
+	DecodeJSON(data []byte) error
+}
+
+// unmarshalSmall is json.Unmarshal(data, v) for what is left of params
+// once their big members are cut out, through v's own decoder if it has
+// one.
+func unmarshalSmall(data []byte, v any) error {
+	if d, ok := v.(jsonDecoder); ok {
+		return d.DecodeJSON(data)
+	}
+	return json.Unmarshal(data, v)
 }
 
 type bigMember struct {

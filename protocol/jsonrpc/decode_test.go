@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/open-conduit/open-conduit/protocol"
 	"github.com/open-conduit/open-conduit/protocol/jsonrpc"
 	"github.com/stretchr/testify/assert"
 )
@@ -108,4 +109,45 @@ func TestDecodeParamsReusesTheFieldsMemory(t *testing.T) {
 	assert.NoError(t, (&jsonrpc.Request{Params: params('d', 40000)}).DecodeParams(&fresh))
 	assert.Equal(t, strings.Repeat("d", 40000), string(fresh.Data))
 	assert.NotSame(t, &buf[:1][0], &fresh.Data[0])
+}
+
+// BenchmarkDecodeChunkParams decodes one 64 KiB chunk's params (87 KiB of
+// base64) into a reused buffer, as the host's artifact.write does: into
+// protocol.ArtifactWriteParams, whose own decoder reads the small members
+// once the base64 is cut out, and into a struct of the same shape without
+// one, which encoding/json reads them for, in the same run.
+func BenchmarkDecodeChunkParams(b *testing.B) {
+	type plainParams struct {
+		ArtifactID string `json:"artifact_id"`
+		Offset     int64  `json:"offset"`
+		Data       []byte `json:"data"`
+	}
+	chunk := make([]byte, 64<<10)
+	for i := range chunk {
+		chunk[i] = byte(i * 7)
+	}
+	params, err := json.Marshal(protocol.ArtifactWriteParams{ArtifactID: "art_0123456789abcdef0123456789abcdef", Offset: 1 << 20, Data: chunk})
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := jsonrpc.Request{Method: "artifact.write", Params: params}
+	buf := make([]byte, 0, len(chunk)+3)
+	b.Run("encoding-json", func(b *testing.B) {
+		b.SetBytes(int64(len(chunk)))
+		for b.Loop() {
+			p := plainParams{Data: buf}
+			if err := req.DecodeParams(&p); err != nil || len(p.Data) != len(chunk) {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("decoder", func(b *testing.B) {
+		b.SetBytes(int64(len(chunk)))
+		for b.Loop() {
+			p := protocol.ArtifactWriteParams{Data: buf}
+			if err := req.DecodeParams(&p); err != nil || len(p.Data) != len(chunk) {
+				b.Fatal(err)
+			}
+		}
+	})
 }
