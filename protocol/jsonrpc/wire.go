@@ -576,7 +576,8 @@ func appendString(buf []byte, s string) []byte {
 // appends exactly one JSON value to buf and returns the extended buffer.
 // What it appends is held to the strict rule as any value is (one scan,
 // no copy), and its line breaks, which in valid JSON are space between
-// tokens, become spaces, as a json.RawMessage's do.
+// tokens, become spaces, as a json.RawMessage's do; a StrictAppender's is
+// taken as it is.
 type Appender interface {
 	AppendJSON(buf []byte) ([]byte, error)
 }
