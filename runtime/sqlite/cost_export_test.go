@@ -2,17 +2,24 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
+	"encoding/binary"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"sync"
 )
 
 // WriteCost is what a piece of work cost the store: the statements its
 // transactions ran (through the statement cache, so BEGIN, COMMIT and the
 // deferred-sync pragmas are not among them) and the WAL frames its commits
-// appended, one per page written.
+// appended, one per page written, and the b-trees (tables and indexes, as
+// dbstat names them) those pages belong to, sorted, each once.
 type WriteCost struct {
 	Statements []string
 	Frames     int
+	Btrees     []string
 }
 
 // MeasureWrites runs fn and returns what it cost s. It checkpoints the log
@@ -49,9 +56,52 @@ func MeasureWrites(ctx context.Context, s *Store, fn func() error) (WriteCost, e
 		return WriteCost{}, err
 	}
 	cost.Frames = frames
+	if cost.Btrees, err = walBtrees(ctx, s, conn); err != nil {
+		return WriteCost{}, err
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	return cost, nil
+}
+
+// walBtrees names the b-trees of the pages the log's frames hold (the
+// frames of the log's current salt; a page no b-tree owns is "free").
+func walBtrees(ctx context.Context, s *Store, conn *sql.Conn) ([]string, error) {
+	wal, err := os.ReadFile(filepath.Join(s.dir, DatabaseFile+"-wal"))
+	if err != nil || len(wal) < 32 {
+		return nil, err
+	}
+	pageSize := int(binary.BigEndian.Uint32(wal[8:12]))
+	salt := wal[16:24]
+	pages := map[int64]bool{}
+	for off := 32; off+24+pageSize <= len(wal); off += 24 + pageSize {
+		if string(wal[off+8:off+16]) != string(salt) {
+			break
+		}
+		pages[int64(binary.BigEndian.Uint32(wal[off:off+4]))] = true
+	}
+	rows, err := conn.QueryContext(ctx, `SELECT name, pageno FROM dbstat`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var names []string
+	for rows.Next() {
+		var name string
+		var page int64
+		if err := rows.Scan(&name, &page); err != nil {
+			return nil, err
+		}
+		if pages[page] {
+			delete(pages, page)
+			names = append(names, name)
+		}
+	}
+	if len(pages) > 0 {
+		names = append(names, "free")
+	}
+	slices.Sort(names)
+	return slices.Compact(names), rows.Err()
 }
 
 func checkpoint(ctx context.Context, s *Store, mode string, mustEmpty bool) error {

@@ -238,4 +238,10 @@ ALTER TABLE works_v4 RENAME TO works;
 CREATE INDEX works_by_scope ON works (scope_id, id);
 CREATE INDEX works_by_state ON works (state, id);
 `,
+	// 5: work_keys is not indexed by Work: a Work's update deletes the
+	// keys it drops by primary key, the stored row naming them, so a
+	// Work's creation writes its keys' b-tree alone.
+	`
+DROP INDEX IF EXISTS work_keys_by_work;
+`,
 }

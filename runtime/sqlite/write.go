@@ -325,12 +325,20 @@ func (t *tx) PutWork(w runtime.Work) (runtime.Work, error) {
 	if err != nil {
 		return runtime.Work{}, t.execErr("put work", err)
 	}
-	if exists {
-		if _, err := t.q.exec(`DELETE FROM work_keys WHERE work_id = ?`, w.ID); err != nil {
-			return runtime.Work{}, t.execErr("put work", err)
+	// The stored row's keys are its work_keys rows: only the keys the
+	// update drops are deleted (by primary key; no index by Work is kept)
+	// and only those it adds are inserted.
+	for _, k := range stored.CorrelationKeys {
+		if !slices.Contains(w.CorrelationKeys, k) {
+			if _, err := t.q.exec(`DELETE FROM work_keys WHERE key = ? AND work_id = ?`, k, w.ID); err != nil {
+				return runtime.Work{}, t.execErr("put work", err)
+			}
 		}
 	}
 	for _, k := range w.CorrelationKeys {
+		if slices.Contains(stored.CorrelationKeys, k) {
+			continue
+		}
 		if _, err := t.q.exec(`INSERT OR IGNORE INTO work_keys (key, work_id) VALUES (?, ?)`, k, w.ID); err != nil {
 			return runtime.Work{}, t.execErr("put work", err)
 		}
