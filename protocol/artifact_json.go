@@ -77,35 +77,23 @@ func (p *ArtifactWriteParams) DecodeJSON(data []byte) error {
 }
 
 func decodeArtifactWriteParams(data []byte, p *ArtifactWriteParams) bool {
-	d := jsonScan{b: data}
-	more, ok := d.enterDocument()
 	var seen uint8
-	for ok && more {
-		var key []byte
-		if key, ok = d.key(); !ok {
-			return false
-		}
-		var bit uint8
+	return decodeObject(data, func(d *jsonScan, key []byte) bool {
 		switch string(key) {
 		case "artifact_id":
-			bit, ok = 1, d.stringInto(&p.ArtifactID)
+			return d.once(&seen, 1) && d.stringInto(&p.ArtifactID)
 		case "offset":
-			bit, ok = 2, d.int64Into(&p.Offset)
+			return d.once(&seen, 2) && d.int64Into(&p.Offset)
 		case "data":
 			// null sets a []byte to nil; a string is base64 for
 			// encoding/json.
-			if bit, ok = 4, d.literal("null"); ok {
+			if d.once(&seen, 4) && d.literal("null") {
 				p.Data = nil
+				return true
 			}
-		default:
-			return false
 		}
-		if !ok || !once(&seen, bit) {
-			return false
-		}
-		more, ok = d.next()
-	}
-	return ok && d.end()
+		return false
+	})
 }
 
 // int64Into reads an integer member into an int64 as encoding/json does:
