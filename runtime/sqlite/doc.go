@@ -43,9 +43,10 @@
 // The schema is versioned in the schema_version table and migrated
 // forward, one migration per transaction, when the store opens; a database
 // newer than this build is refused. Indexes keep the log's reads
-// proportional to what they return: Events by (scope_id, sequence), the
-// event_works link table by (work_id, sequence) and open Work by
-// correlation key through work_keys.
+// proportional to what they return: Events by (scope_id, sequence), a
+// Work's by the Event that created it (works.origin) and the event_works
+// link table by (work_id, sequence), and open Work by correlation key
+// through work_keys.
 //
 // Artifact content never enters the database: BlobStore streams it to a
 // temporary file under artifacts/, fsyncs it and renames it to its

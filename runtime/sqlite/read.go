@@ -219,8 +219,12 @@ const eventCols = `e.sequence, e.id, e.source, e.delivery_id, e.scope_id, e.fami
 const (
 	qScopeEvents = `SELECT ` + eventCols + ` FROM events e INDEXED BY events_by_scope
 		WHERE e.scope_id = ? AND e.sequence > ? ORDER BY e.sequence LIMIT ?`
-	qWorkEvents = `SELECT ` + eventCols + ` FROM event_works w JOIN events e ON e.sequence = w.sequence
-		WHERE w.work_id = ? AND w.sequence > ? ORDER BY w.sequence LIMIT ?`
+	// A Work's events: the one that created it (works.origin, 0 if none
+	// is recorded there) and those linked in event_works.
+	qWorkEvents = `SELECT ` + eventCols + ` FROM events e WHERE e.sequence IN (
+		SELECT o.origin FROM works o WHERE o.id = ?1 AND o.origin > ?2
+		UNION ALL SELECT w.sequence FROM event_works w WHERE w.work_id = ?1 AND w.sequence > ?2)
+		ORDER BY e.sequence LIMIT ?3`
 	qChanges = `SELECT seq, kind, ref, scope_id, sequence, state, revision, at FROM changes
 		WHERE seq > ? ORDER BY seq LIMIT ?`
 	// waits_one_active is a partial index of the active Waits by Work ID.

@@ -244,4 +244,12 @@ CREATE INDEX works_by_state ON works (state, id);
 	`
 DROP INDEX IF EXISTS work_keys_by_work;
 `,
+	// 6: a Work records the Event that created it (origin, its sequence),
+	// written in the row its creation just wrote, so the creating link
+	// writes no event_works page; 0 where none is recorded (Work from
+	// before, or not created by routing), whose links are all in
+	// event_works.
+	`
+ALTER TABLE works ADD COLUMN origin INTEGER NOT NULL DEFAULT 0;
+`,
 }

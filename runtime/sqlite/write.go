@@ -58,6 +58,9 @@ type tx struct {
 	// transaction began, -1 when the store does not know it; waitDelta is
 	// what this transaction's writes changed it by.
 	activeWaits, waitDelta int64
+	// originless is the Work this transaction created last, until an
+	// Event is linked to it: that link is recorded as its origin.
+	originless string
 }
 
 // errDeferredChange refuses a Change in a deferred-sync transaction: a
@@ -221,6 +224,13 @@ func (t *tx) LinkEventWork(eventID, workID string) error {
 		}
 		seq = ev.Sequence
 	}
+	if workID == t.originless {
+		t.originless = ""
+		if _, err := t.q.exec(`UPDATE works SET origin = ? WHERE id = ?`, seq, workID); err != nil {
+			return t.execErr("link event", err)
+		}
+		return nil
+	}
 	if _, err := t.q.exec(`INSERT OR IGNORE INTO event_works (work_id, sequence) VALUES (?, ?)`, workID, seq); err != nil {
 		return t.execErr("link event", err)
 	}
@@ -378,6 +388,7 @@ func (t *tx) createWork(w runtime.Work) (runtime.Work, error) {
 	if err != nil {
 		return runtime.Work{}, t.execErr("put work", err)
 	}
+	t.originless = w.ID
 	for _, k := range w.CorrelationKeys {
 		if _, err := t.q.exec(`INSERT OR IGNORE INTO work_keys (key, work_id) VALUES (?, ?)`, k, w.ID); err != nil {
 			return runtime.Work{}, t.execErr("put work", err)
