@@ -248,7 +248,8 @@ DROP INDEX IF EXISTS work_keys_by_work;
 	// written in the row its creation just wrote, so the creating link
 	// writes no event_works page; 0 where none is recorded (Work from
 	// before, or not created by routing), whose links are all in
-	// event_works.
+	// event_works. A later migration that rebuilds works (as 4 did) must
+	// carry origin over, or a routed Work loses its creating Event.
 	`
 ALTER TABLE works ADD COLUMN origin INTEGER NOT NULL DEFAULT 0;
 `,
