@@ -30,6 +30,30 @@ type querier struct {
 
 var errTxDone = fmt.Errorf("%w: the transaction has finished", runtime.ErrInvalid)
 
+// runner is what runs a statement: the writer's connection or a View's
+// transaction (both take the SQL), or a prepared statement (stmtRunner).
+type runner interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// stmtRunner runs its prepared statement whatever SQL it is handed (the
+// statement's own).
+type stmtRunner struct{ st *sql.Stmt }
+
+func (r stmtRunner) QueryContext(ctx context.Context, _ string, args ...any) (*sql.Rows, error) {
+	return r.st.QueryContext(ctx, args...)
+}
+
+func (r stmtRunner) QueryRowContext(ctx context.Context, _ string, args ...any) *sql.Row {
+	return r.st.QueryRowContext(ctx, args...)
+}
+
+func (r stmtRunner) ExecContext(ctx context.Context, _ string, args ...any) (sql.Result, error) {
+	return r.st.ExecContext(ctx, args...)
+}
+
 // check refuses a statement once the transaction has finished or, on the
 // writer, once ctx is done.
 func (q *querier) check() error {
@@ -42,40 +66,45 @@ func (q *querier) check() error {
 	return nil
 }
 
-func (q *querier) query(query string, args ...any) (*sql.Rows, error) {
+// runner is what runs query, after check, and the context to run it with:
+// its prepared statement when the cache has one, on the writer's
+// connection with q.run (never done: see Store.run), in a View's
+// transaction with ctx.
+func (q *querier) runner(query string) (context.Context, runner, error) {
 	if err := q.check(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	st := q.cache.get(query)
 	switch {
 	case q.conn != nil && st != nil:
-		return st.QueryContext(q.run, args...)
+		return q.run, stmtRunner{st}, nil
 	case q.conn != nil:
-		return q.conn.QueryContext(q.run, query, args...)
+		return q.run, q.conn, nil
 	case st != nil:
-		return q.tx.StmtContext(q.ctx, st).QueryContext(q.ctx, args...)
+		return q.ctx, stmtRunner{q.tx.StmtContext(q.ctx, st)}, nil
 	}
-	return q.tx.QueryContext(q.ctx, query, args...)
+	return q.ctx, q.tx, nil
+}
+
+func (q *querier) query(query string, args ...any) (*sql.Rows, error) {
+	ctx, r, err := q.runner(query)
+	if err != nil {
+		return nil, err
+	}
+	return r.QueryContext(ctx, query, args...)
 }
 
 func (q *querier) row(query string, args ...any) (*sql.Row, error) {
-	if err := q.check(); err != nil {
+	ctx, r, err := q.runner(query)
+	if err != nil {
 		return nil, err
 	}
-	st := q.cache.get(query)
-	switch {
-	case q.conn != nil && st != nil:
-		return st.QueryRowContext(q.run, args...), nil
-	case q.conn != nil:
-		return q.conn.QueryRowContext(q.run, query, args...), nil
-	case st != nil:
-		return q.tx.StmtContext(q.ctx, st).QueryRowContext(q.ctx, args...), nil
-	}
-	return q.tx.QueryRowContext(q.ctx, query, args...), nil
+	return r.QueryRowContext(ctx, query, args...), nil
 }
 
 func (q *querier) exec(query string, args ...any) (res sql.Result, err error) {
-	if err := q.check(); err != nil {
+	ctx, r, err := q.runner(query)
+	if err != nil {
 		return nil, err
 	}
 	defer func() {
@@ -84,16 +113,7 @@ func (q *querier) exec(query string, args ...any) (res sql.Result, err error) {
 			q.wrote = nerr != nil || n > 0 // unknown counts as written
 		}
 	}()
-	st := q.cache.get(query)
-	switch {
-	case q.conn != nil && st != nil:
-		return st.ExecContext(q.run, args...)
-	case q.conn != nil:
-		return q.conn.ExecContext(q.run, query, args...)
-	case st != nil:
-		return q.tx.StmtContext(q.ctx, st).ExecContext(q.ctx, args...)
-	}
-	return q.tx.ExecContext(q.ctx, query, args...)
+	return r.ExecContext(ctx, query, args...)
 }
 
 // reader implements runtime.ReadTx.
