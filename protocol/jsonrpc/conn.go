@@ -112,6 +112,15 @@ type Options struct {
 	// is read that late.
 	EagerDeadline time.Duration
 
+	// Answered, when set, is called with each request the Handler served
+	// once its response has been written, or the write failed, or the
+	// connection had ended first: nothing more of it reaches the peer. It
+	// is not called for notifications, nor for the answers the Conn gives
+	// without the Handler (overloaded, a refusal of malformed params). It
+	// runs on the goroutine that wrote the response, before that goroutine
+	// reads or serves anything else.
+	Answered func(req *Request)
+
 	// Logf, when set, receives what the Conn keeps on this side: the
 	// detail of unauthored handler errors, dropped messages and the cause
 	// of a broken stream. It may be called from any goroutine.
@@ -146,6 +155,7 @@ type Conn struct {
 	inline      func(string) bool
 	eager       func(string) bool
 	eagerFor    time.Duration
+	answered    func(*Request)
 
 	// rd is the stream's reader state. Only the goroutine that holds the
 	// reading uses it: the reader, or, after an Eager handler handed the
@@ -222,6 +232,7 @@ func NewConn(r io.Reader, w io.Writer, h Handler, opts *Options) *Conn {
 		inline:      opts.Inline,
 		eager:       opts.Eager,
 		eagerFor:    opts.EagerDeadline,
+		answered:    opts.Answered,
 		pending:     map[int64]chan reply{},
 		inflight:    map[string]*requestCtx{},
 		done:        make(chan struct{}),
@@ -1009,6 +1020,9 @@ func (c *Conn) run(ctx *requestCtx, id []byte, req *Request) {
 
 // answer writes the response to req: its result, or the wire form of err.
 func (c *Conn) answer(req *Request, result any, err error, cancelled bool) {
+	if c.answered != nil {
+		defer c.answered(req)
+	}
 	if c.Err() != nil {
 		return
 	}
