@@ -94,7 +94,15 @@ var NotServedMarkers = []string{
 func OperationCallFastForTest(data []byte) (params, result bool) {
 	var p OperationCallParams
 	var r OperationCallResult
-	return decodeOperationCallParams(data, &p), decodeOperationCallResult(data, &r)
+	return decodeOperationCallParams(data, &p, false), decodeOperationCallResult(data, &r, false)
+}
+
+// OperationCallCheckedFastForTest is OperationCallFastForTest for
+// DecodeCheckedJSON.
+func OperationCallCheckedFastForTest(data []byte) (params, result bool) {
+	var p OperationCallParams
+	var r OperationCallResult
+	return decodeOperationCallParams(data, &p, true), decodeOperationCallResult(data, &r, true)
 }
 
 // ArtifactWriteFastForTest reports whether ArtifactWriteParams.DecodeJSON

@@ -1,7 +1,9 @@
 package protocol
 
 import (
+	"encoding/binary"
 	"encoding/json"
+	"math/bits"
 	"unicode/utf8"
 )
 
@@ -38,11 +40,32 @@ type JSONDecoder interface {
 	DecodeJSON(data []byte) error
 }
 
+// CheckedJSONDecoder is a JSONDecoder that can take data the transport
+// has checked already: one JSON value that keeps its strict rule
+// (protocol/jsonrpc validates every line whole, syntax and strict rule,
+// before a handler sees a request's params or a call its result).
+type CheckedJSONDecoder interface {
+	JSONDecoder
+	// DecodeCheckedJSON decodes such data as DecodeJSON does, with the
+	// same result and error, checking only what the transport leaves
+	// open: the shape (an object, strings where strings go), the member
+	// names, escapes and duplicates, which the fast path leaves to
+	// encoding/json as DecodeJSON's does. It does not check a raw
+	// member's syntax again (it finds its end by its quotes and
+	// brackets) nor a plain string's UTF-8, and its raw members alias
+	// data, capped so an append cannot reach past them: the caller owns
+	// data and leaves it unchanged from then on. On data that breaks
+	// the precondition it never panics, but a raw member may hold what
+	// is not JSON.
+	DecodeCheckedJSON(data []byte) error
+}
+
 var (
 	_ JSONAppender = OperationCallParams{}
-	_ JSONDecoder  = (*OperationCallParams)(nil)
 	_ JSONAppender = OperationCallResult{}
-	_ JSONDecoder  = (*OperationCallResult)(nil)
+
+	_ CheckedJSONDecoder = (*OperationCallParams)(nil)
+	_ CheckedJSONDecoder = (*OperationCallResult)(nil)
 )
 
 // AppendJSON appends p as JSON (JSONAppender).
@@ -83,7 +106,18 @@ func (p OperationCallParams) AppendJSON(buf []byte) ([]byte, error) {
 // DecodeJSON decodes data into p (JSONDecoder).
 func (p *OperationCallParams) DecodeJSON(data []byte) error {
 	q := *p
-	if decodeOperationCallParams(data, &q) {
+	if decodeOperationCallParams(data, &q, false) {
+		*p = q
+		return nil
+	}
+	return unmarshalInto(data, p)
+}
+
+// DecodeCheckedJSON decodes data the transport checked into p
+// (CheckedJSONDecoder): Input aliases data.
+func (p *OperationCallParams) DecodeCheckedJSON(data []byte) error {
+	q := *p
+	if decodeOperationCallParams(data, &q, true) {
 		*p = q
 		return nil
 	}
@@ -107,7 +141,18 @@ func (r OperationCallResult) AppendJSON(buf []byte) ([]byte, error) {
 // DecodeJSON decodes data into r (JSONDecoder).
 func (r *OperationCallResult) DecodeJSON(data []byte) error {
 	q := *r
-	if decodeOperationCallResult(data, &q) {
+	if decodeOperationCallResult(data, &q, false) {
+		*r = q
+		return nil
+	}
+	return unmarshalInto(data, r)
+}
+
+// DecodeCheckedJSON decodes data the transport checked into r
+// (CheckedJSONDecoder): Output aliases data.
+func (r *OperationCallResult) DecodeCheckedJSON(data []byte) error {
+	q := *r
+	if decodeOperationCallResult(data, &q, true) {
 		*r = q
 		return nil
 	}
@@ -128,10 +173,11 @@ func unmarshalInto[T any](data []byte, v *T) error {
 
 // The fast decoders report false for anything off the plain shape; the
 // caller then decodes with encoding/json. They allocate only what they
-// decode (the strings and a copy of the raw member).
+// decode (the strings and, unless checked, a copy of the raw member).
+// checked says data is checked JSON (CheckedJSONDecoder).
 
-func decodeOperationCallParams(data []byte, p *OperationCallParams) bool {
-	d := jsonScan{b: data}
+func decodeOperationCallParams(data []byte, p *OperationCallParams, checked bool) bool {
+	d := jsonScan{b: data, checked: checked}
 	more, ok := d.enterDocument()
 	var seen uint8
 	for ok && more {
@@ -160,8 +206,8 @@ func decodeOperationCallParams(data []byte, p *OperationCallParams) bool {
 	return ok && d.end()
 }
 
-func decodeOperationCallResult(data []byte, r *OperationCallResult) bool {
-	d := jsonScan{b: data}
+func decodeOperationCallResult(data []byte, r *OperationCallResult, checked bool) bool {
+	d := jsonScan{b: data, checked: checked}
 	more, ok := d.enterDocument()
 	var seen uint8
 	for ok && more {
@@ -213,6 +259,10 @@ func (d *jsonScan) authorityInto(a *Authority) bool {
 type jsonScan struct {
 	b []byte
 	i int
+	// checked says b is one JSON value keeping the transport's strict
+	// rule (CheckedJSONDecoder): strings and raw members are not checked
+	// again, and raw members alias b.
+	checked bool
 }
 
 // maxFastDepth bounds the nesting the fast path skips through in a raw
@@ -365,6 +415,17 @@ func (d *jsonScan) plainString() ([]byte, bool) {
 		return nil, false
 	}
 	start := d.i + 1
+	if d.checked {
+		// Checked JSON has no control character in a string and only
+		// valid UTF-8: the string ends at its first quote unless it
+		// holds an escape.
+		j := quoteOrEscape(d.b, start)
+		if j >= len(d.b) || d.b[j] != '"' {
+			return nil, false
+		}
+		d.i = j + 1
+		return d.b[start:j], true
+	}
 	ascii := true
 	for j := start; j < len(d.b); j++ {
 		c := d.b[j]
@@ -399,14 +460,110 @@ func (d *jsonScan) stringInto(field *string) bool {
 }
 
 // rawInto reads any value into a raw member, copied (null included, as
-// encoding/json's json.RawMessage keeps it).
+// encoding/json's json.RawMessage keeps it); in checked JSON it is found
+// by its end alone and aliases d.b.
 func (d *jsonScan) rawInto(field *json.RawMessage) bool {
 	start := d.i
+	if d.checked {
+		if !d.skipChecked() {
+			return false
+		}
+		*field = json.RawMessage(d.b[start:d.i:d.i])
+		return true
+	}
 	if !d.skipValue(0) {
 		return false
 	}
 	*field = append(json.RawMessage(nil), d.b[start:d.i]...)
 	return true
+}
+
+// skipChecked reads one value of checked JSON, finding its end only: a
+// string's closing quote, the bracket that closes an object or array
+// (nesting needs no bound: nothing recurses), the delimiter after a
+// number or literal. It reports false where valid JSON could not end.
+func (d *jsonScan) skipChecked() bool {
+	b, i := d.b, d.i
+	if i >= len(b) {
+		return false
+	}
+	switch b[i] {
+	case '"':
+		var ok bool
+		d.i, ok = checkedStringEnd(b, i+1)
+		return ok
+	case '{', '[':
+		depth := 0
+		for i < len(b) {
+			switch b[i] {
+			case '"':
+				var ok bool
+				if i, ok = checkedStringEnd(b, i+1); !ok {
+					return false
+				}
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					d.i = i + 1
+					return true
+				}
+			}
+			i++
+		}
+		return false
+	}
+	start := i
+	for i < len(b) {
+		switch b[i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			d.i = i
+			return i > start
+		}
+		i++
+	}
+	d.i = i
+	return i > start
+}
+
+// checkedStringEnd returns the index past the quote that closes the string
+// whose contents start at b[i], in checked JSON: the first quote that is
+// not part of an escape.
+func checkedStringEnd(b []byte, i int) (int, bool) {
+	for {
+		i = quoteOrEscape(b, i)
+		if i >= len(b) {
+			return i, false
+		}
+		if b[i] == '"' {
+			return i + 1, true
+		}
+		i += 2 // an escape: the backslash and the byte it escapes
+	}
+}
+
+// quoteOrEscape returns the index of the first quote or backslash in b
+// from i, or len(b), looking at eight bytes at a time (member names and
+// most strings are too short for bytes.IndexByte to pay for its call).
+func quoteOrEscape(b []byte, i int) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for len(b)-i >= 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		quote, slash := x^(ones*'"'), x^(ones*'\\')
+		// The lowest byte flagged is the first match (a borrow only
+		// flags bytes above a true one).
+		if m := ((quote-ones)&^quote | (slash-ones)&^slash) & highs; m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+		i += 8
+	}
+	for ; i < len(b); i++ {
+		if c := b[i]; c == '"' || c == '\\' {
+			return i
+		}
+	}
+	return i
 }
 
 // validRaw reports whether b is one JSON value, space around it allowed,

@@ -3,6 +3,7 @@ package protocol_test
 import (
 	"encoding/json"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/open-conduit/open-conduit/protocol"
 	"github.com/stretchr/testify/assert"
@@ -32,6 +33,9 @@ var opcallDocs = []struct {
 	{"string input", `{"input":"text"}`, true},
 	{"number input", `{"input":0}`, true},
 	{"deep input", `{"input":` + nested(20) + `}`, true},
+	{"quotes and brackets in input strings", `{"input":{"a":"x\\\"}]y","b":["\\\\",{"c":"\\\\\"{"}],"d":"}"},"operation":"after"}`, true},
+	{"number input then more", `{"input":-12.5e3,"operation":"after"}`, true},
+	{"literal input then more", `{"input":true ,"operation":"after"}`, true},
 
 	{"escaped string", `{"operation":"a\"b\\c\u00e9"}`, false},
 	{"escaped line break", `{"operation":"line\nbreak\u00e9","authority":{"scope_id":"tab\t"}}`, false},
@@ -84,6 +88,12 @@ func TestOperationCallDecodeAgreesWithEncodingJSON(t *testing.T) {
 			checkOperationCallDecode(t, []byte(c.doc))
 			fastParams, _ := protocol.OperationCallFastForTest([]byte(c.doc))
 			assert.Equal(t, c.fast, fastParams, "fast path taken")
+			if transportChecked([]byte(c.doc)) {
+				// Checked data takes it as often, and for deep input too
+				// (the end of a raw member is found without recursion).
+				checkedParams, _ := protocol.OperationCallCheckedFastForTest([]byte(c.doc))
+				assert.Equal(t, c.fast || c.name == "too deep for the fast path", checkedParams, "checked fast path taken")
+			}
 		})
 	}
 }
@@ -95,6 +105,8 @@ func TestOperationCallResultDecodeAgreesWithEncodingJSON(t *testing.T) {
 	}
 	_, fast := protocol.OperationCallFastForTest([]byte(`{"output":{"seq":1,"text":"hello"}}`))
 	assert.True(t, fast, "the plain result takes the fast path")
+	_, fast = protocol.OperationCallCheckedFastForTest([]byte(`{"output":{"seq":1,"text":"hello \"}"}}`))
+	assert.True(t, fast, "the plain result takes the checked fast path")
 }
 
 // checkOperationCallDecode decodes doc with both decoders, from a zero
@@ -108,6 +120,12 @@ func checkOperationCallDecode(t *testing.T, doc []byte) {
 		gotErr := got.DecodeJSON(doc)
 		assert.Equal(t, errText(wantErr), errText(gotErr), "params error for %q", doc)
 		assert.Equal(t, want, got, "params for %q", doc)
+		checked := start
+		checkedErr := checked.DecodeCheckedJSON(doc) // never panics, whatever doc
+		if transportChecked(doc) {
+			assert.Equal(t, errText(wantErr), errText(checkedErr), "checked params error for %q", doc)
+			assert.Equal(t, want, checked, "checked params for %q", doc)
+		}
 	}
 	for _, start := range []protocol.OperationCallResult{{}, {Output: json.RawMessage(`"old"`)}} {
 		want, got := start, start
@@ -115,7 +133,36 @@ func checkOperationCallDecode(t *testing.T, doc []byte) {
 		gotErr := got.DecodeJSON(doc)
 		assert.Equal(t, errText(wantErr), errText(gotErr), "result error for %q", doc)
 		assert.Equal(t, want, got, "result for %q", doc)
+		checked := start
+		checkedErr := checked.DecodeCheckedJSON(doc)
+		if transportChecked(doc) {
+			assert.Equal(t, errText(wantErr), errText(checkedErr), "checked result error for %q", doc)
+			assert.Equal(t, want, checked, "checked result for %q", doc)
+		}
 	}
+}
+
+// transportChecked reports whether doc is what DecodeCheckedJSON takes:
+// one JSON value with valid UTF-8, as the transport passes on (its strict
+// rule also refuses an unpaired surrogate escape, which the checked
+// decoder leaves to encoding/json or copies raw, as DecodeJSON does).
+func transportChecked(doc []byte) bool { return json.Valid(doc) && utf8.Valid(doc) }
+
+// DecodeCheckedJSON's raw members alias the checked data, capped, so the
+// handler's append to its input cannot write over the params behind it.
+func TestOperationCallCheckedDecodeAliases(t *testing.T) {
+	doc := []byte(`{"input":{"seq":1},"authority":{"scope_id":"s"},"operation":"op"}`)
+	var p protocol.OperationCallParams
+	require.NoError(t, p.DecodeCheckedJSON(doc))
+	assert.Equal(t, `{"seq":1}`, string(p.Input))
+	assert.Same(t, &doc[9], &p.Input[0], "input aliases the params")
+	assert.Equal(t, len(p.Input), cap(p.Input), "capped")
+	_ = append(p.Input, 'x')
+	assert.Equal(t, byte(','), doc[18])
+	var r protocol.OperationCallResult
+	out := []byte(`{"output":"x"}`)
+	require.NoError(t, r.DecodeCheckedJSON(out))
+	assert.Same(t, &out[10], &r.Output[0], "output aliases the result")
 }
 
 func errText(err error) string {
@@ -265,7 +312,8 @@ func depth(doc []byte) int {
 }
 
 // BenchmarkOperationCallDecode decodes the params of the prototype's echo
-// with the hand-written decoder and with encoding/json, in the same run.
+// with the hand-written decoder (as it arrives unchecked, and as the
+// transport checked it) and with encoding/json, in the same run.
 func BenchmarkOperationCallDecode(b *testing.B) {
 	doc := []byte(`{"operation":"bench.echo","input":{"seq":12345,"text":"hello, extension \u00e9\"\\\n"},"authority":{"scope_id":"bench"}}`)
 	b.Run("hand", func(b *testing.B) {
@@ -273,6 +321,15 @@ func BenchmarkOperationCallDecode(b *testing.B) {
 		for range b.N {
 			var p protocol.OperationCallParams
 			if err := p.DecodeJSON(doc); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("checked", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			var p protocol.OperationCallParams
+			if err := p.DecodeCheckedJSON(doc); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/open-conduit/open-conduit/protocol"
+	"github.com/open-conduit/open-conduit/protocol/jsonrpc"
 )
 
 // methodFunc serves one method with wire params in either form.
@@ -201,7 +202,7 @@ func init() {
 // a copy of its own first).
 func serveWith[P, R any](f func(s *server, ctx context.Context, p P) (R, error)) methodFunc {
 	return func(s *server, ctx context.Context, params any) (any, error) {
-		p, err := protocol.DecodeParams[P](params)
+		p, err := protocol.DecodeParams[P](plainParams(params))
 		if err != nil {
 			return nil, err
 		}
@@ -227,16 +228,20 @@ var serveOperationCallWith = serveWith(callOperation)
 // serveOperationCall is operation.call's methodFunc, the toolbelt's call
 // and the hottest request an extension serves. Over the wire it is
 // serveWith with the params decoded by their codec into a value on the
-// stack (protocol.DecodeParams puts its value on the heap). Params the
-// codec refuses, and the in-process form, take serveWith, whose errors
-// are the ones to give.
+// stack (protocol.DecodeParams puts its value on the heap), as the
+// transport checked them (DecodeCheckedJSON: one JSON value keeping the
+// strict rule, so their syntax and UTF-8 are not checked again), their
+// input aliasing the request's own copy of them, which nothing writes
+// (ServeConn does not set ReuseParams). Params the codec refuses, and the
+// in-process forms, which no transport checked, take serveWith, whose
+// errors are the ones to give.
 func serveOperationCall(s *server, ctx context.Context, params any) (any, error) {
-	raw, wire := params.(json.RawMessage)
-	if !wire || len(raw) == 0 {
+	req, wire := params.(*jsonrpc.Request)
+	if !wire || len(req.Params) == 0 {
 		return serveOperationCallWith(s, ctx, params)
 	}
 	var p protocol.OperationCallParams
-	if p.DecodeJSON(raw) != nil {
+	if p.DecodeCheckedJSON(req.Params) != nil {
 		return serveOperationCallWith(s, ctx, params)
 	}
 	r, err := callOperation(s, ctx, p)
@@ -244,6 +249,17 @@ func serveOperationCall(s *server, ctx context.Context, params any) (any, error)
 		return nil, err
 	}
 	return r, nil
+}
+
+// plainParams is params in a form protocol.DecodeParams takes: over the
+// wire ServeConn passes the *jsonrpc.Request (which costs no allocation
+// to pass as an any, and tells serveOperationCall the transport checked
+// its params), whose raw params these are.
+func plainParams(params any) any {
+	if req, ok := params.(*jsonrpc.Request); ok {
+		return json.RawMessage(req.Params)
+	}
+	return params
 }
 
 // named finds the handler the manifest declares as name; a name it does

@@ -29,12 +29,13 @@ func BenchmarkDispatchOperationCall(b *testing.B) {
 		b.Fatal(err)
 	}
 	s.state = stateReady
-	params := json.RawMessage(`{"operation":"bench.echo","input":{"seq":1,"text":"hello, extension \u00e9\"\\\n"},"authority":{"scope_id":"bench"}}`)
+	// The params as ServeConn passes them: the transport's request.
+	req := &jsonrpc.Request{Method: "operation.call", Params: json.RawMessage(`{"operation":"bench.echo","input":{"seq":1,"text":"hello, extension \u00e9\"\\\n"},"authority":{"scope_id":"bench"}}`)}
 	ctx := context.Background()
 	var out []byte
 	b.ReportAllocs()
 	for i := range b.N {
-		res, err := s.call(ctx, uint64(i+1), "operation.call", params)
+		res, err := s.call(ctx, uint64(i+1), "operation.call", req)
 		if err != nil {
 			b.Fatal(err)
 		}

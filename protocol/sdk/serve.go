@@ -2,7 +2,6 @@ package sdk
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -101,7 +100,8 @@ func ServeConn(ctx context.Context, r io.Reader, w io.Writer, ext *Extension) er
 			beforeServe(req.Method)
 		}
 		taken.take()
-		res, err := s.call(ctx, req.Seq, req.Method, json.RawMessage(req.Params))
+		// The request itself, as the params of the wire (wireParams).
+		res, err := s.call(ctx, req.Seq, req.Method, req)
 		if req.Method == "shutdown" && err == nil {
 			ackOnce.Do(func() { close(shutdownAcked) })
 		}

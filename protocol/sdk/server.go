@@ -218,7 +218,8 @@ func newServer(ext *Extension, host Caller) (*server, error) {
 }
 
 // call serves one host-to-extension request. params is a wire params value
-// in either form protocol.DecodeParams accepts. seq is the request's place
+// in either form protocol.DecodeParams accepts, or over the wire the
+// *jsonrpc.Request (plainParams). seq is the request's place
 // on the stream (jsonrpc.Request.Seq), or 0 in process, where calls have
 // no order of their own. The error, if any, is a *protocol.Error or the
 // context's error when ctx ended.
@@ -256,6 +257,7 @@ func (s *server) serve(ctx context.Context, seq uint64, method string, params an
 		defer s.end(c)
 		return f(s, c, params)
 	}
+	params = plainParams(params)
 	mt, known := protocol.LookupMethod(method)
 	switch {
 	case !known || mt.Direction == protocol.ExtensionToHost:
