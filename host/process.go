@@ -721,7 +721,11 @@ func (p *Process) Call(ctx context.Context, method string, params, result any) e
 // themselves straight into the message and checks that against the strict
 // rule (appending them into a buffer of their own first cost the echo of
 // prototypes/transport an allocation a step as it grew, and a copy). A
-// result that does not decode fails as the transport's own decoding would.
+// result is decoded as the transport checked it (CheckedJSONDecoder: the
+// response's syntax and strict rule are the transport's), its raw members
+// aliasing the call's own copy of the response, which nothing else holds.
+// A result that does not decode fails as the transport's own decoding
+// would.
 func callWire(ctx context.Context, conn *jsonrpc.Conn, method string, params, result any) error {
 	d, ok := result.(protocol.JSONDecoder)
 	if !ok {
@@ -731,7 +735,13 @@ func callWire(ctx context.Context, conn *jsonrpc.Conn, method string, params, re
 	if err := conn.Call(ctx, method, params, &raw); err != nil {
 		return err
 	}
-	if err := d.DecodeJSON(raw); err != nil {
+	var err error
+	if cd, ok := d.(protocol.CheckedJSONDecoder); ok {
+		err = cd.DecodeCheckedJSON(raw)
+	} else {
+		err = d.DecodeJSON(raw)
+	}
+	if err != nil {
 		return fmt.Errorf("jsonrpc: decoding result of %s: %w", method, err)
 	}
 	return nil

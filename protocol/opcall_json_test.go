@@ -334,6 +334,25 @@ func BenchmarkOperationCallDecode(b *testing.B) {
 			}
 		}
 	})
+	result := []byte(`{"output":{"seq":12345,"text":"hello, extension \u00e9\"\\\n"}}`)
+	b.Run("result-hand", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			var r protocol.OperationCallResult
+			if err := r.DecodeJSON(result); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("result-checked", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			var r protocol.OperationCallResult
+			if err := r.DecodeCheckedJSON(result); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("encoding-json", func(b *testing.B) {
 		b.ReportAllocs()
 		for range b.N {
