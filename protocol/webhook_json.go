@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"time"
+	"unicode/utf8"
 )
 
 // webhook.handle crosses once per webhook delivery, and on the webhook
@@ -24,16 +26,21 @@ var (
 	_ JSONDecoder  = (*WebhookHandleResult)(nil)
 )
 
+// AppendsStrictJSON declares that AppendJSON's output keeps the
+// transport's strict rule and holds no line break (jsonrpc.StrictAppender),
+// so the transport sends it unscanned (the scan was about a third of
+// encoding a delivery's params): every string is plain ASCII or
+// json.Marshal's, which escapes line breaks and replaces invalid UTF-8;
+// the body is base64 and the time RFC 3339. The one way json.Marshal's
+// output could break the rule, two header names that differ only in
+// invalid UTF-8 and so encode alike (a duplicate key), is refused with an
+// error instead. TestWebhookHandleParamsKeepsTheStrictPromise and its fuzz
+// target (protocol/jsonrpc) hold it to that.
+func (WebhookHandleParams) AppendsStrictJSON() {}
+
 // AppendJSON appends p as JSON (JSONAppender).
 func (p WebhookHandleParams) AppendJSON(buf []byte) ([]byte, error) {
-	var received []byte
-	if !p.ReceivedAt.IsZero() {
-		var err error
-		if received, err = p.ReceivedAt.MarshalJSON(); err != nil {
-			b, err := json.Marshal(p) // encoding/json's verdict and error
-			return append(buf, b...), err
-		}
-	}
+	start := len(buf)
 	buf = slices.Grow(buf, p.encodedSizeHint())
 	buf = append(buf, `{"method":`...)
 	buf = appendJSONString(buf, p.Method)
@@ -47,11 +54,19 @@ func (p WebhookHandleParams) AppendJSON(buf []byte) ([]byte, error) {
 	}
 	if len(p.Headers) > 0 {
 		buf = append(buf, `,"headers":{`...)
-		keys := make([]string, 0, len(p.Headers))
+		var few [16]string // a delivery's header names, without an allocation
+		keys := few[:0]
+		plain := true
 		for k := range p.Headers {
 			keys = append(keys, k)
+			plain = plain && utf8.ValidString(k)
 		}
 		slices.Sort(keys) // json.Marshal's order
+		if !plain {
+			if err := distinctEncodings(keys); err != nil {
+				return buf[:start], err
+			}
+		}
 		for i, k := range keys {
 			if i > 0 {
 				buf = append(buf, ',')
@@ -67,11 +82,32 @@ func (p WebhookHandleParams) AppendJSON(buf []byte) ([]byte, error) {
 		buf = base64.StdEncoding.AppendEncode(buf, p.Body)
 		buf = append(buf, '"')
 	}
-	if received != nil {
-		buf = append(buf, `,"received_at":`...)
-		buf = append(buf, received...)
+	if !p.ReceivedAt.IsZero() {
+		// What MarshalJSON writes, appended in place.
+		buf = append(buf, `,"received_at":"`...)
+		out, err := p.ReceivedAt.AppendText(buf)
+		if err != nil {
+			b, err := json.Marshal(p) // encoding/json's verdict and error
+			return append(buf[:start], b...), err
+		}
+		buf = append(out, '"')
 	}
 	return append(buf, '}'), nil
+}
+
+// distinctEncodings refuses header names that json.Marshal writes alike:
+// names that differ only in invalid UTF-8, each byte of which it writes
+// as U+FFFD. The strict rule refuses the duplicate key that would make.
+func distinctEncodings(keys []string) error {
+	seen := make(map[string]string, len(keys))
+	for _, k := range keys {
+		e := string(appendJSONString(nil, k))
+		if other, dup := seen[e]; dup {
+			return fmt.Errorf("webhook.handle params: header names %q and %q encode as the same JSON string", other, k)
+		}
+		seen[e] = k
+	}
+	return nil
 }
 
 // encodedSizeHint is about what AppendJSON writes for p when nothing needs

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -94,6 +95,46 @@ func FuzzArtifactWriteParamsKeepsTheStrictPromise(f *testing.F) {
 	f.Fuzz(func(t *testing.T, id string, off int64, data []byte) {
 		checkStrictPromise(t, protocol.ArtifactWriteParams{ArtifactID: id, Offset: off, Data: data})
 	})
+}
+
+// protocol.WebhookHandleParams declares its output strict too: whatever
+// the request (its header names and values, body and time as a sender or
+// a host could make them), what AppendJSON appends keeps the strict rule
+// and holds no line break, or it is refused with an error.
+func TestWebhookHandleParamsKeepsTheStrictPromise(t *testing.T) {
+	var _ jsonrpc.StrictAppender = protocol.WebhookHandleParams{}
+	odd := []string{"X-Notes-Signature", "", "a\"\\\n\r\t<>&\u2028\u2029é", "a\xffb\xed\xa0\x80", "\x00\x1f\x7f", "a\xfe", "a\xff"}
+	for _, s := range odd {
+		for _, t0 := range []time.Time{{}, time.Date(2026, 12, 2, 15, 4, 5, 6, time.FixedZone("X", -3600)), time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)} {
+			headers := map[string][]string{s: {s, ""}, "Content-Type": {"application/json"}, "X-Nil": nil}
+			checkWebhookStrictPromise(t, protocol.WebhookHandleParams{Method: s, Path: "/p/" + s, WebhookPath: s, Query: s,
+				Headers: headers, Body: []byte(s), ReceivedAt: t0})
+		}
+	}
+	// Names json.Marshal writes alike (each invalid byte as U+FFFD) would
+	// be a duplicate key: refused.
+	_, err := protocol.WebhookHandleParams{Headers: map[string][]string{"a\xfe": {"1"}, "a\xff": {"2"}}}.AppendJSON(nil)
+	assert.Error(t, err)
+}
+
+func FuzzWebhookHandleParamsKeepsTheStrictPromise(f *testing.F) {
+	f.Add("POST", "X-Notes-Signature", "sha256=00", "a\xff", []byte(`{"notes":[]}`), int64(0))
+	f.Add("P\nOST", "a\xfe", "\u2028", "a\xff", []byte{0xff, '\n'}, int64(1)<<62)
+	f.Fuzz(func(t *testing.T, method, name, value, name2 string, body []byte, nanos int64) {
+		checkWebhookStrictPromise(t, protocol.WebhookHandleParams{Method: method, Path: value, WebhookPath: name2, Query: value,
+			Headers: map[string][]string{name: {value}, name2: {method, name}}, Body: body, ReceivedAt: time.Unix(0, nanos)})
+	})
+}
+
+func checkWebhookStrictPromise(t *testing.T, p protocol.WebhookHandleParams) {
+	t.Helper()
+	out, err := p.AppendJSON(nil)
+	if err != nil {
+		return // refused, not sent
+	}
+	require.NoError(t, jsonrpc.CheckStrict(out), "%q", out)
+	require.NotContains(t, string(out), "\n")
+	require.NotContains(t, string(out), "\r")
 }
 
 func checkStrictPromise(t *testing.T, p protocol.ArtifactWriteParams) {
