@@ -13,7 +13,10 @@ import (
 // in the SDK and the result in the host, encoding both). Its params and
 // result therefore carry a hand-written codec, AppendJSON and DecodeJSON,
 // which the host's wire calls and the SDK's dispatch use for any type that
-// has one (JSONAppender, JSONDecoder).
+// has one (JSONAppender, JSONDecoder). Over the wire they go further:
+// AppendJSONWith has the transport check the raw member alone, once
+// (jsonrpc.RawAppender), and DecodeCheckedJSON takes what the transport
+// has checked already (CheckedJSONDecoder).
 //
 // encoding/json stays the reference: these types define no MarshalJSON or
 // UnmarshalJSON, so json.Marshal and json.Unmarshal treat them as before,
@@ -86,8 +89,12 @@ func (p OperationCallParams) AppendJSON(buf []byte) ([]byte, error) {
 		buf = append(buf, `,"input":`...)
 		buf = append(buf, p.Input...)
 	}
+	return p.Authority.appendJSON(buf), nil
+}
+
+// appendJSON appends the authority member and closes the params object.
+func (a Authority) appendJSON(buf []byte) []byte {
 	buf = append(buf, `,"authority":{"scope_id":`...)
-	a := p.Authority
 	buf = appendJSONString(buf, a.ScopeID)
 	for _, m := range [...]struct{ key, value string }{
 		{`,"work_id":`, a.WorkID},
@@ -100,7 +107,29 @@ func (p OperationCallParams) AppendJSON(buf []byte) ([]byte, error) {
 			buf = appendJSONString(buf, m.value)
 		}
 	}
-	return append(buf, "}}"...), nil
+	return append(buf, "}}"...)
+}
+
+// AppendJSONWith appends p as AppendJSON does, its input through
+// appendRaw (jsonrpc.RawAppender): the rest is strict by construction (the
+// strings are plain ASCII or json.Marshal's, which escapes line breaks and
+// replaces invalid UTF-8), so the transport needs to scan the input only.
+func (p OperationCallParams) AppendJSONWith(buf []byte, appendRaw func(buf, raw []byte) ([]byte, error)) ([]byte, error) {
+	start := len(buf)
+	buf = append(buf, `{"operation":`...)
+	buf = appendJSONString(buf, p.Operation)
+	if p.RequestID != "" {
+		buf = append(buf, `,"request_id":`...)
+		buf = appendJSONString(buf, p.RequestID)
+	}
+	if len(p.Input) > 0 {
+		buf = append(buf, `,"input":`...)
+		var err error
+		if buf, err = appendRaw(buf, p.Input); err != nil {
+			return buf[:start], err
+		}
+	}
+	return p.Authority.appendJSON(buf), nil
 }
 
 // DecodeJSON decodes data into p (JSONDecoder).
@@ -135,6 +164,20 @@ func (r OperationCallResult) AppendJSON(buf []byte) ([]byte, error) {
 	}
 	buf = append(buf, `{"output":`...)
 	buf = append(buf, r.Output...)
+	return append(buf, '}'), nil
+}
+
+// AppendJSONWith appends r as AppendJSON does, its output through
+// appendRaw (jsonrpc.RawAppender), which checks what the handler wrote.
+func (r OperationCallResult) AppendJSONWith(buf []byte, appendRaw func(buf, raw []byte) ([]byte, error)) ([]byte, error) {
+	if len(r.Output) == 0 {
+		return append(buf, "{}"...), nil
+	}
+	start := len(buf)
+	buf, err := appendRaw(append(buf, `{"output":`...), r.Output)
+	if err != nil {
+		return buf[:start], err
+	}
 	return append(buf, '}'), nil
 }
 

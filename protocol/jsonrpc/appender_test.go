@@ -145,3 +145,67 @@ func checkStrictPromise(t *testing.T, p protocol.ArtifactWriteParams) {
 	require.NotContains(t, string(out), "\n")
 	require.NotContains(t, string(out), "\r")
 }
+
+// operation.call's params and result are RawAppenders: the Conn scans
+// only their raw member (the input, the output), so the rest must keep the
+// strict rule by construction, and a raw member must be held to it alone:
+// one that is not a JSON value by itself is refused even where the
+// message around it would still parse (an injected member).
+func TestOperationCallKeepsTheRawPromise(t *testing.T) {
+	var _ jsonrpc.RawAppender = protocol.OperationCallParams{}
+	var _ jsonrpc.RawAppender = protocol.OperationCallResult{}
+	for _, s := range []string{"bench.echo", "", "a\"\\\n\r\t<>&\u2028\u2029é", "a\xffb\xed\xa0\x80", "\x00\x1f\x7f"} {
+		for _, in := range []string{"", `null`, `{"seq":1,"text":"hi"}`, " [1,\n2]\r", `"\u00e9"`} {
+			checkRawPromise(t, s, []byte(in))
+		}
+	}
+	for _, bad := range []string{`1,"x":2`, `{"a":1},"x":{"b":2}`, `{"a":`, "\"\xff\"", `"\ud800"`, "1 2"} {
+		checkRawPromise(t, "op", []byte(bad))
+		p := protocol.OperationCallParams{Operation: "op", Input: json.RawMessage(bad)}
+		_, err := p.AppendJSONWith(nil, jsonrpc.AppendRaw)
+		assert.Error(t, err, "input %q", bad)
+		_, err = protocol.OperationCallResult{Output: json.RawMessage(bad)}.AppendJSONWith(nil, jsonrpc.AppendRaw)
+		assert.Error(t, err, "output %q", bad)
+	}
+}
+
+func FuzzOperationCallKeepsTheRawPromise(f *testing.F) {
+	f.Add("bench.echo", []byte(`{"seq":1}`))
+	f.Add("a\nb\xff", []byte(`1,"x":2`))
+	f.Fuzz(func(t *testing.T, s string, raw []byte) {
+		checkRawPromise(t, s, raw)
+	})
+}
+
+// checkRawPromise holds AppendJSONWith, given the Conn's AppendRaw, to
+// AppendJSON: it succeeds exactly when the raw member alone keeps the
+// strict rule, and then appends AppendJSON's bytes with line breaks as
+// spaces, which keep the strict rule.
+func checkRawPromise(t *testing.T, s string, raw []byte) {
+	t.Helper()
+	rawOK := len(raw) == 0 || jsonrpc.CheckStrict(raw) == nil
+	p := protocol.OperationCallParams{Operation: s, RequestID: s, Input: raw,
+		Authority: protocol.Authority{ScopeID: s, WorkID: s, ExecutionID: s, Binding: s, Connection: s}}
+	for _, v := range []interface {
+		AppendJSON([]byte) ([]byte, error)
+		AppendJSONWith([]byte, func(buf, raw []byte) ([]byte, error)) ([]byte, error)
+	}{p, protocol.OperationCallResult{Output: raw}} {
+		got, err := v.AppendJSONWith([]byte("prefix"), jsonrpc.AppendRaw)
+		require.Equal(t, rawOK, err == nil, "%T with raw %q: %v", v, raw, err)
+		require.Equal(t, "prefix", string(got[:6]), "kept what buf held")
+		if err != nil {
+			require.Len(t, got, 6, "nothing appended on an error")
+			continue
+		}
+		got = got[6:]
+		want, err := v.AppendJSON(nil)
+		require.NoError(t, err)
+		for i, c := range want {
+			if c == '\n' || c == '\r' {
+				want[i] = ' '
+			}
+		}
+		require.Equal(t, string(want), string(got))
+		require.NoError(t, jsonrpc.CheckStrict(got), "%q", got)
+	}
+}

@@ -3,6 +3,7 @@
 package jsonrpc_test
 
 import (
+	"encoding/json"
 	"io"
 	"syscall"
 	"testing"
@@ -81,3 +82,38 @@ type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
 func (discard) Close() error                { return nil }
+
+// BenchmarkEncodeOperationCall is the encoding of the prototype's echo on
+// both ends: the host's operation.call params and the extension's result,
+// each written as a message (to io.Discard). "scanned" takes them as any
+// Appender (AppendJSON checks the raw member, then the Conn scans the
+// whole and its line breaks), as before they were RawAppenders; "raw"
+// scans the raw member alone, once.
+func BenchmarkEncodeOperationCall(b *testing.B) {
+	input := json.RawMessage(`{"seq":12345,"text":"hello, extension \u00e9\"\\\n"}`)
+	r, w := io.Pipe()
+	b.Cleanup(func() { _ = w.Close() })
+	conn := jsonrpc.NewConn(r, discard{}, nil, nil)
+	b.Cleanup(func() { _ = conn.Close() })
+	for _, v := range []struct {
+		name  string
+		value any
+	}{
+		{"params", protocol.OperationCallParams{Operation: "bench.echo", Input: input, Authority: protocol.Authority{ScopeID: "bench"}}},
+		{"result", protocol.OperationCallResult{Output: input}},
+	} {
+		run := func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				if err := conn.Notify(b.Context(), "m", v.value); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		b.Run(v.name+"/scanned", func(b *testing.B) {
+			b.Cleanup(jsonrpc.SetAlwaysCheckStrict(true))
+			run(b)
+		})
+		b.Run(v.name+"/raw", run)
+	}
+}

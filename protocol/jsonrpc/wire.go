@@ -595,6 +595,35 @@ type StrictAppender interface {
 	AppendsStrictJSON()
 }
 
+// RawAppender is an Appender whose output is strict by construction but
+// for raw JSON members it copies from elsewhere (user code's
+// json.RawMessage: operation.call's input and output). AppendJSONWith
+// appends what AppendJSON does, each raw member through appendRaw, which
+// checks that member alone against the strict rule, syntax included, and
+// turns its line breaks into spaces; an error from appendRaw is returned
+// as AppendJSONWith's (the Conn then appends the value as any Appender,
+// for the error that gives). The Conn sends the output unscanned: one
+// scan of each raw member, where an Appender's output gets the Appender's
+// own check of its raw members and then the Conn's scan of the whole. A type
+// that declares it must hold the rest of its output to the strict rule
+// in its own tests.
+type RawAppender interface {
+	Appender
+	AppendJSONWith(buf []byte, appendRaw func(buf, raw []byte) ([]byte, error)) ([]byte, error)
+}
+
+// AppendRaw appends raw, one JSON value, space around it allowed, as the
+// Conn appends a json.RawMessage value: checked against the strict rule
+// (syntax included) in one scan, its line breaks turned into spaces. It
+// is what a RawAppender's appendRaw is.
+func AppendRaw(buf, raw []byte) ([]byte, error) {
+	if err := checkStrict(raw); err != nil {
+		return buf, err
+	}
+	start := len(buf)
+	return spaceLineBreaks(append(buf, raw...), start), nil
+}
+
 // alwaysCheckStrict makes appendValue scan every encoded value, as it did
 // before encodesStrict; benchmarks set it for the before-and-after ratio.
 var alwaysCheckStrict = false
@@ -602,7 +631,8 @@ var alwaysCheckStrict = false
 // appendValue appends v as JSON that keeps the strict rule (strict.go),
 // which the peer would otherwise refuse. A json.RawMessage is checked and
 // copied as it is, with any line break (which valid JSON holds only as
-// space between tokens) turned into a space so framing survives; other
+// space between tokens) turned into a space so framing survives; an
+// Appender as its doc says (RawAppender, StrictAppender); other
 // values are encoded, then checked, since a json.RawMessage inside them is
 // copied unchecked by encoding/json.
 func appendValue(buf []byte, v any) ([]byte, error) {
@@ -610,19 +640,19 @@ func appendValue(buf []byte, v any) ([]byte, error) {
 	switch v := v.(type) {
 	case nil:
 		return append(buf, "null"...), nil
-	case Appender:
-		start := len(buf)
-		out, err := v.AppendJSON(buf)
+	case RawAppender:
+		if alwaysCheckStrict {
+			return appendChecked(buf, v)
+		}
+		out, err := v.AppendJSONWith(buf, AppendRaw)
 		if err != nil {
-			return buf, err
+			// A raw member that is not JSON, or breaks the strict rule:
+			// the error is what it was before RawAppender.
+			return appendChecked(buf, v)
 		}
-		if _, ok := v.(StrictAppender); ok && !alwaysCheckStrict {
-			return out, nil
-		}
-		if err := checkStrict(out[start:]); err != nil {
-			return buf, fmt.Errorf("%T appends JSON the peer refuses: %w", v, err)
-		}
-		return spaceLineBreaks(out, start), nil
+		return out, nil
+	case Appender:
+		return appendChecked(buf, v)
 	case json.RawMessage:
 		raw = v
 	case *json.RawMessage:
@@ -657,6 +687,24 @@ func appendValue(buf []byte, v any) ([]byte, error) {
 	}
 	start := len(buf)
 	return spaceLineBreaks(append(buf, raw...), start), nil
+}
+
+// appendChecked appends an Appender's output held to the strict rule: as
+// it is when it declares it strict (StrictAppender), otherwise scanned,
+// its line breaks turned into spaces.
+func appendChecked(buf []byte, v Appender) ([]byte, error) {
+	start := len(buf)
+	out, err := v.AppendJSON(buf)
+	if err != nil {
+		return buf, err
+	}
+	if _, ok := v.(StrictAppender); ok && !alwaysCheckStrict {
+		return out, nil
+	}
+	if err := checkStrict(out[start:]); err != nil {
+		return buf, fmt.Errorf("%T appends JSON the peer refuses: %w", v, err)
+	}
+	return spaceLineBreaks(out, start), nil
 }
 
 // spaceLineBreaks turns the line breaks of the valid JSON in buf[start:]
