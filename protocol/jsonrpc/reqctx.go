@@ -72,8 +72,14 @@ func (r *requestCtx) Err() error {
 	return r.conn.ctx.Err()
 }
 
-// Value carries the Conn's values (ConnFromContext).
-func (r *requestCtx) Value(key any) any { return r.conn.ctx.Value(key) }
+// Value carries the Conn's values (ConnFromContext, answered here
+// without walking the Conn's context chain).
+func (r *requestCtx) Value(key any) any {
+	if _, ok := key.(connKey); ok {
+		return r.conn
+	}
+	return r.conn.ctx.Value(key)
+}
 
 // AfterFunc lets context.AfterFunc, and context.WithCancel on this
 // context, wait for its end without a goroutine of their own (the context

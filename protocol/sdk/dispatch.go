@@ -248,6 +248,10 @@ func serveOperationCall(s *server, ctx context.Context, params any) (any, error)
 	if err != nil {
 		return nil, err
 	}
+	if c, ok := ctx.(*inflightCall); ok {
+		c.result = r
+		return &c.result, nil // a *OperationCallResult appends as one
+	}
 	return r, nil
 }
 
@@ -274,15 +278,23 @@ func named[V any](m map[string]V, what, name string) (V, error) {
 	return v, nil
 }
 
+// operationEntry is an operation's handlers and the kind its manifest
+// declares, if it does.
+type operationEntry struct {
+	op       Operation
+	kind     string
+	declared bool
+}
+
 func operation(s *server, name, kind string) (Operation, error) {
-	op, err := named(s.ext.Operations, "operation", name)
-	if err != nil {
-		return op, err
+	e, ok := s.operations[name]
+	if !ok {
+		return Operation{}, protocol.Errorf(protocol.CodeUndeclared, "%s %q is not declared", "operation", name)
 	}
-	if declared, ok := s.operationKinds[name]; ok && declared != kind {
-		return op, protocol.Errorf(protocol.CodeUndeclared, "operation %q is of kind %s, not %s", name, declared, kind)
+	if e.declared && e.kind != kind {
+		return e.op, protocol.Errorf(protocol.CodeUndeclared, "operation %q is of kind %s, not %s", name, e.kind, kind)
 	}
-	return op, nil
+	return e.op, nil
 }
 
 func executorCall[P, R any](s *server, ctx context.Context, name, what string, pick func(Executor) Func[P, R], p P) (R, error) {

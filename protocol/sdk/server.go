@@ -33,21 +33,32 @@ type server struct {
 	// manifest never changes, and Enabled rebuilds its surfaces each time,
 	// which cost a sixth of a small request's CPU.
 	enabled map[string]bool
-	// operationKinds is each declared operation's kind, by name, worked
-	// out once for the same reason.
-	operationKinds map[string]string
-	host           *Host
-	logf           func(string, ...any)
+	// served is the dispatch table's entry of every method enabled, so
+	// a request finds what serves it with one lookup, outside the lock.
+	served map[string]methodFunc
+	// operations is each operation's handlers and declared kind (the
+	// first declaration's), by name, worked out once for the same reason
+	// (one lookup a call).
+	operations map[string]operationEntry
+	host       *Host
+	logf       func(string, ...any)
 	// readerConn, when set, says for a request whose handler the
 	// transport's reader started which Conn that is (ServeConn), so the
 	// handler's context can pass the reading on (inflightCall.Done).
 	readerConn func(method string, ctx context.Context) *jsonrpc.Conn
 
-	mu       sync.Mutex
-	state    int
-	inflight map[*inflightCall]struct{}
-	// idle is closed when inflight empties; nil until shutdown waits on
-	// it, so a request costs no channel.
+	mu    sync.Mutex
+	state int
+	// inflight counts the requests in flight (begin to end); a count, not
+	// a set: cancelling them all is cancelling stop, which each call's
+	// own context watches once it has one (inflightCall.own).
+	inflight int
+	// stop ends the contexts of the requests in flight when shutdown's
+	// grace is over (cancelInflight).
+	stop       context.Context
+	cancelStop context.CancelFunc
+	// idle is closed when inflight drops to 0; nil until shutdown waits
+	// on it, so a request costs no channel.
 	idle chan struct{}
 	// Over the wire, requests carry their place on the stream (seq, from
 	// 1) and their handlers start in any order. shutdownSeq is the
@@ -113,6 +124,8 @@ func (a *arrivals) wait() <-chan struct{} {
 // without looking costs the transport's context and no second one.
 type inflightCall struct {
 	parent context.Context
+	// stop is the server's: its end ends the call's context too.
+	stop context.Context
 	// conn is set when the transport's reader started the handler
 	// (servedEager): asking for Done passes the reading on first
 	// (jsonrpc.Conn.ReleaseReader), so the messages behind the request,
@@ -121,11 +134,16 @@ type inflightCall struct {
 	conn  *jsonrpc.Conn
 	mu    sync.Mutex
 	child atomic.Pointer[cancellable]
+	// result holds operation.call's answer over the wire, which the
+	// transport reads once the handler returned, so returning it costs
+	// no allocation of its own (serveOperationCall).
+	result protocol.OperationCallResult
 }
 
 type cancellable struct {
-	ctx    context.Context
-	cancel context.CancelFunc
+	ctx      context.Context
+	cancel   context.CancelFunc
+	stopStop func() bool // unregisters the watch on the server's stop
 }
 
 // own returns the call's own cancellable context, made on first use.
@@ -139,7 +157,7 @@ func (c *inflightCall) own() *cancellable {
 		return k
 	}
 	ctx, cancel := context.WithCancel(c.parent)
-	k := &cancellable{ctx: ctx, cancel: cancel}
+	k := &cancellable{ctx: ctx, cancel: cancel, stopStop: context.AfterFunc(c.stop, cancel)}
 	c.child.Store(k)
 	return k
 }
@@ -157,7 +175,13 @@ func (c *inflightCall) Err() error {
 	if k := c.child.Load(); k != nil {
 		return k.ctx.Err()
 	}
-	return c.parent.Err()
+	if err := c.parent.Err(); err != nil {
+		return err
+	}
+	if c.stop.Err() != nil {
+		return context.Canceled // as the child's would be
+	}
+	return nil
 }
 
 func (c *inflightCall) Value(key any) any {
@@ -167,12 +191,10 @@ func (c *inflightCall) Value(key any) any {
 	return c.parent.Value(key)
 }
 
-// cancel cancels the call's context (shutdown's grace is over).
-func (c *inflightCall) cancel() { c.own().cancel() }
-
 // finish releases the child context, if one was made.
 func (c *inflightCall) finish() {
 	if k := c.child.Load(); k != nil {
+		k.stopStop()
 		k.cancel()
 	}
 }
@@ -193,19 +215,27 @@ func newServer(ext *Extension, host Caller) (*server, error) {
 		return nil, err
 	}
 	s := &server{
-		ext:      ext,
-		manifest: m,
-		enabled:  map[string]bool{},
-		logf:     ext.Logf,
-		inflight: map[*inflightCall]struct{}{},
+		ext:        ext,
+		manifest:   m,
+		enabled:    map[string]bool{},
+		served:     map[string]methodFunc{},
+		operations: map[string]operationEntry{},
+		logf:       ext.Logf,
 	}
+	s.stop, s.cancelStop = context.WithCancel(context.Background())
 	for _, mt := range m.EnabledMethods() {
 		s.enabled[mt.Name] = true
+		if f, ok := dispatch[mt.Name]; ok {
+			s.served[mt.Name] = f
+		}
 	}
-	s.operationKinds = map[string]string{}
+	for name, op := range ext.Operations {
+		s.operations[name] = operationEntry{op: op}
+	}
 	for _, d := range m.Provides.Operations {
-		if _, dup := s.operationKinds[d.Name]; !dup {
-			s.operationKinds[d.Name] = d.Kind
+		if e, ok := s.operations[d.Name]; ok && !e.declared {
+			e.kind, e.declared = d.Kind, true
+			s.operations[d.Name] = e
 		}
 	}
 	if s.logf == nil {
@@ -239,7 +269,8 @@ func (s *server) call(ctx context.Context, seq uint64, method string, params any
 }
 
 func (s *server) serve(ctx context.Context, seq uint64, method string, params any) (any, error) {
-	f, dispatched := dispatch[method]
+	// An enabled method is one of the catalogue's.
+	f, served := s.served[method]
 	// The state the request is served in and, for a method of the dispatch
 	// table, its place among the requests in flight are taken under one
 	// lock, together with its arrival: once shutdown has seen a request
@@ -247,8 +278,7 @@ func (s *server) serve(ctx context.Context, seq uint64, method string, params an
 	s.mu.Lock()
 	state := s.stateFor(seq)
 	var c *inflightCall
-	// An enabled method is one of the catalogue's.
-	if state == stateReady && dispatched && s.enabled[method] {
+	if state == stateReady && served {
 		c = s.beginLocked(method, ctx)
 	}
 	s.arrivals.arrive(seq)
@@ -291,11 +321,11 @@ func (s *server) stateFor(seq uint64) int {
 // beginLocked records a request in flight so shutdown can wait for or
 // cancel it; the caller holds s.mu and calls end when it is done.
 func (s *server) beginLocked(method string, ctx context.Context) *inflightCall {
-	c := &inflightCall{parent: ctx}
+	c := &inflightCall{parent: ctx, stop: s.stop}
 	if s.readerConn != nil {
 		c.conn = s.readerConn(method, ctx)
 	}
-	s.inflight[c] = struct{}{}
+	s.inflight++
 	return c
 }
 
@@ -303,8 +333,8 @@ func (s *server) beginLocked(method string, ctx context.Context) *inflightCall {
 func (s *server) end(c *inflightCall) {
 	c.finish()
 	s.mu.Lock()
-	delete(s.inflight, c)
-	if len(s.inflight) == 0 && s.idle != nil {
+	s.inflight--
+	if s.inflight == 0 && s.idle != nil {
 		close(s.idle)
 		s.idle = nil
 	}
@@ -316,7 +346,7 @@ func (s *server) end(c *inflightCall) {
 func (s *server) idleLocked() <-chan struct{} {
 	if s.idle == nil {
 		s.idle = make(chan struct{})
-		if len(s.inflight) == 0 {
+		if s.inflight == 0 {
 			close(s.idle)
 			s.idle = nil
 			return closedChan
@@ -431,7 +461,7 @@ func (s *server) shutdown(ctx context.Context, seq uint64) (any, error) {
 	defer timer.Stop()
 	for {
 		s.mu.Lock()
-		n, idle := len(s.inflight), s.idleLocked()
+		n, idle := s.inflight, s.idleLocked()
 		s.mu.Unlock()
 		if n == 0 {
 			break
@@ -451,13 +481,10 @@ func (s *server) shutdown(ctx context.Context, seq uint64) (any, error) {
 	return protocol.Empty{}, nil
 }
 
-func (s *server) cancelInflight() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for c := range s.inflight {
-		c.cancel()
-	}
-}
+// cancelInflight ends the contexts of the requests in flight. None
+// begins after it: shutdown calls it once every request read before it
+// has begun, and refuses the rest.
+func (s *server) cancelInflight() { s.cancelStop() }
 
 // readable prepares an Event for a decision handler: a current or foreign
 // payload passes as it is, an older version of the extension's own is
