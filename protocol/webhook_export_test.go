@@ -6,5 +6,12 @@ package protocol
 func WebhookFastForTest(data []byte) (params, result bool) {
 	var p WebhookHandleParams
 	var r WebhookHandleResult
-	return decodeWebhookHandleParams(data, &p), decodeWebhookHandleResult(data, &r)
+	return decodeWebhookHandleParams(data, &p), decodeWebhookHandleResult(data, &r, false)
+}
+
+// WebhookResultCheckedFastForTest reports whether
+// WebhookHandleResult.DecodeCheckedJSON takes its fast path for data.
+func WebhookResultCheckedFastForTest(data []byte) bool {
+	var r WebhookHandleResult
+	return decodeWebhookHandleResult(data, &r, true)
 }

@@ -24,6 +24,8 @@ var (
 	_ JSONDecoder  = (*WebhookHandleParams)(nil)
 	_ JSONAppender = WebhookHandleResult{}
 	_ JSONDecoder  = (*WebhookHandleResult)(nil)
+
+	_ CheckedJSONDecoder = (*WebhookHandleResult)(nil)
 )
 
 // AppendsStrictJSON declares that AppendJSON's output keeps the
@@ -246,11 +248,22 @@ func compactRaw(b []byte) bool {
 
 // DecodeJSON decodes data into r (JSONDecoder).
 func (r *WebhookHandleResult) DecodeJSON(data []byte) error {
+	return r.decode(data, false)
+}
+
+// DecodeCheckedJSON decodes data the transport checked into r
+// (CheckedJSONDecoder): each Event's payload aliases data. The host
+// decodes every delivery's answer so, from the call's own copy of it.
+func (r *WebhookHandleResult) DecodeCheckedJSON(data []byte) error {
+	return r.decode(data, true)
+}
+
+func (r *WebhookHandleResult) decode(data []byte, checked bool) error {
 	// From no Events only: encoding/json decodes into the elements of a
 	// slice r already holds.
 	if r.Events == nil {
 		q := *r
-		if decodeWebhookHandleResult(data, &q) {
+		if decodeWebhookHandleResult(data, &q, checked) {
 			*r = q
 			return nil
 		}
@@ -282,11 +295,16 @@ func decodeWebhookHandleParams(data []byte, p *WebhookHandleParams) bool {
 	})
 }
 
-func decodeWebhookHandleResult(data []byte, r *WebhookHandleResult) bool {
+func decodeWebhookHandleResult(data []byte, r *WebhookHandleResult, checked bool) bool {
 	var seen uint8
-	return decodeObject(data, func(d *jsonScan, key []byte) bool {
-		return string(key) == "events" && d.once(&seen, 1) && d.draftsInto(&r.Events)
-	})
+	d := &jsonScan{b: data, checked: checked}
+	more, ok := d.enterDocument()
+	if ok && more {
+		ok = d.members(func(d *jsonScan, key []byte) bool {
+			return string(key) == "events" && d.once(&seen, 1) && d.draftsInto(&r.Events)
+		})
+	}
+	return ok && d.end()
 }
 
 // The webhook params decoder runs once per delivery in the package; the

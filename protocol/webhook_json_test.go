@@ -56,6 +56,8 @@ var webhookDocs = []struct {
 	{"duplicate member", `{"method":"x","method":"y"}`, false, false},
 	{"duplicate header", `{"headers":{"A":["1"],"A":["2"]}}`, false, false},
 	{"duplicate draft member", `{"events":[{"source":"a","source":"b"}]}`, false, false},
+	{"duplicate events", `{"events":[{"source":"a","type":"t"}],"events":[{"source":"b"}]}`, false, false},
+	{"quotes and brackets in a payload", `{"events":[{"payload":{"a":"x\\\"}]y","b":["\\\\",{"c":"}"}]},"source":"s"}]}`, false, true},
 	{"bad base64", `{"body":"e$=="}`, false, false},
 	{"unpadded base64", `{"body":"eyJ"}`, false, false},
 	{"bad time", `{"received_at":"2026-12-02 00:31:05Z"}`, false, false},
@@ -116,7 +118,33 @@ func checkWebhookDecode(t *testing.T, doc []byte) {
 		gotErr := got.DecodeJSON(doc)
 		assert.Equal(t, errText(wantErr), errText(gotErr), "result error for %q", doc)
 		assert.Equal(t, want, got, "result for %q", doc)
+		checked := start
+		checked.Events = cloneDrafts(start.Events)
+		checkedErr := checked.DecodeCheckedJSON(doc) // never panics, whatever doc
+		if transportChecked(doc) {
+			assert.Equal(t, errText(wantErr), errText(checkedErr), "checked result error for %q", doc)
+			assert.Equal(t, want, checked, "checked result for %q", doc)
+		}
 	}
+}
+
+// DecodeCheckedJSON takes the plain answer's fast path, and its payloads
+// alias the checked data, capped, so an append to one cannot write over
+// what follows it.
+func TestWebhookResultCheckedDecodeAliases(t *testing.T) {
+	doc := []byte(`{"events":[{"source":"notes/inbox","delivery_id":"n1@1","family":"notes.note","payload":{"id":"n1","title":"a \"}]"},"type":"note"}]}`)
+	assert.True(t, protocol.WebhookResultCheckedFastForTest(doc), "the checked fast path")
+	var r protocol.WebhookHandleResult
+	require.NoError(t, r.DecodeCheckedJSON(doc))
+	require.Len(t, r.Events, 1)
+	payload := r.Events[0].Payload
+	assert.Equal(t, `{"id":"n1","title":"a \"}]"}`, string(payload))
+	at := bytes.Index(doc, []byte(`{"id"`))
+	assert.Same(t, &doc[at], &payload[0], "the payload aliases the data")
+	assert.Equal(t, len(payload), cap(payload), "capped")
+	_ = append(payload, 'x')
+	assert.Equal(t, byte(','), doc[at+len(payload)])
+	assert.Equal(t, "note", r.Events[0].Type)
 }
 
 func cloneHeaders(h map[string][]string) map[string][]string {
@@ -220,6 +248,29 @@ func BenchmarkWebhookCodec(b *testing.B) {
 		for b.Loop() {
 			var p protocol.WebhookHandleParams
 			if err := p.DecodeJSON([]byte(plainWebhookParams)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	// The result as the host decodes a delivery's answer: from the call's
+	// own copy of it, checked by the transport (DecodeCheckedJSON), and
+	// as any data (DecodeJSON).
+	b.Run("result/checked", func(b *testing.B) {
+		b.ReportAllocs()
+		doc := []byte(plainWebhookResult)
+		for b.Loop() {
+			var r protocol.WebhookHandleResult
+			if err := r.DecodeCheckedJSON(doc); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("result/fast", func(b *testing.B) {
+		b.ReportAllocs()
+		doc := []byte(plainWebhookResult)
+		for b.Loop() {
+			var r protocol.WebhookHandleResult
+			if err := r.DecodeJSON(doc); err != nil {
 				b.Fatal(err)
 			}
 		}
