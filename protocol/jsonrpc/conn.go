@@ -794,7 +794,9 @@ func (c *Conn) cancelInflight(params []byte) {
 // way the reader goes straight on. It returns false when the connection
 // ended or an Eager handler handed the reading on.
 func (c *Conn) serve(m inMessage) bool {
-	req := &Request{Method: m.method, Notification: m.id == nil}
+	// A value until it is known what holds it (servedRequest, or a
+	// Request of its own for an Inline method).
+	req := Request{Method: m.method, Notification: m.id == nil}
 	var id []byte
 	if m.id != nil {
 		id = bytes.Clone(m.id)
@@ -828,28 +830,32 @@ func (c *Conn) serve(m inMessage) bool {
 			req.Seq = c.served
 		}
 		c.mu.Unlock()
-		c.serveInline(m, req)
+		inline := req
+		c.serveInline(m, &inline)
 		return true
 	}
-	rc := newRequestCtx(c)
+	// The request, its context and its Eager run in one allocation.
+	sv := &servedRequest{req: req}
+	rc := &sv.ctx
+	rc.conn = c
 	c.running++
 	if !req.Notification {
 		c.inflight[key] = rc
 		c.served++
-		req.Seq = c.served
+		sv.req.Seq = c.served
 	}
 	c.mu.Unlock()
 	switch {
 	case m.params == nil:
 	case c.reuseParams:
-		req.buf = paramsPool.Get().(*[]byte)
-		req.Params = append((*req.buf)[:0], m.params...)
+		sv.req.buf = paramsPool.Get().(*[]byte)
+		sv.req.Params = append((*sv.req.buf)[:0], m.params...)
 	default:
-		req.Params = bytes.Clone(m.params)
+		sv.req.Params = bytes.Clone(m.params)
 	}
-	t := task{ctx: rc, id: id, req: req}
+	t := task{ctx: rc, id: id, req: &sv.req}
 	if c.eager != nil && c.rd.ownAnswer == nil && c.eager(m.method) {
-		return c.serveEager(t)
+		return c.serveEager(t, &sv.run)
 	}
 	c.dispatchTask(t)
 	return true
@@ -858,6 +864,15 @@ func (c *Conn) serve(m inMessage) bool {
 // eagerRun is one Eager handler started on the reader; state says who
 // holds the reading.
 type eagerRun struct{ state atomic.Int32 }
+
+// servedRequest is what serve allocates for a request it hands to a
+// handler not Inline, at once: the Request, its context and, when it is
+// started on the reader, its eagerRun (three allocations before).
+type servedRequest struct {
+	req Request
+	ctx requestCtx
+	run eagerRun
+}
 
 const (
 	eagerOnReader       = iota // the handler runs on the reader, which waits for it
@@ -870,8 +885,7 @@ const (
 // serveEager runs t on the reader (serve has copied its params, so they
 // do not alias the read buffer, which the next reader may overwrite). It
 // returns whether this goroutine still holds the reading.
-func (c *Conn) serveEager(t task) bool {
-	run := &eagerRun{}
+func (c *Conn) serveEager(t task, run *eagerRun) bool {
 	// This store orders every use of the read state above before the
 	// handoff's compare-and-swap, which may start the next reader.
 	run.state.Store(eagerOnReader)
