@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"math/bits"
+	"sync/atomic"
 	"unicode/utf8"
 )
 
@@ -231,7 +232,7 @@ func decodeOperationCallParams(data []byte, p *OperationCallParams, checked bool
 		var bit uint8
 		switch string(key) {
 		case "operation":
-			bit, ok = 1, d.stringInto(&p.Operation)
+			bit, ok = 1, d.stringLast(&p.Operation, &lastOperation)
 		case "request_id":
 			bit, ok = 2, d.stringInto(&p.RequestID)
 		case "input":
@@ -290,7 +291,13 @@ func (d *jsonScan) authorityInto(a *Authority) bool {
 		default:
 			return false
 		}
-		if !d.stringInto(field) || !once(&seen, bit) {
+		ok := false
+		if bit == 1 {
+			ok = d.stringLast(field, &lastScope)
+		} else {
+			ok = d.stringInto(field)
+		}
+		if !ok || !once(&seen, bit) {
 			return false
 		}
 		more, ok = d.next()
@@ -487,6 +494,31 @@ func (d *jsonScan) plainString() ([]byte, bool) {
 		}
 	}
 	return nil, false
+}
+
+// Most operation.calls a process serves name the operation and scope of
+// the one before; a decoder that meets those bytes again sets the field
+// to that string rather than to a new copy (the value is the same).
+var lastOperation, lastScope atomic.Pointer[string]
+
+// stringLast is stringInto, reusing the string last holds when equal, and
+// keeping a new one there otherwise.
+func (d *jsonScan) stringLast(field *string, last *atomic.Pointer[string]) bool {
+	if d.literal("null") {
+		return true
+	}
+	b, ok := d.plainString()
+	if !ok {
+		return false
+	}
+	if p := last.Load(); p != nil && *p == string(b) {
+		*field = *p
+		return true
+	}
+	v := string(b)
+	last.Store(&v)
+	*field = v
+	return true
 }
 
 // stringInto reads a string member; null leaves the field as it is, as

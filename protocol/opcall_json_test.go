@@ -363,3 +363,23 @@ func BenchmarkOperationCallDecode(b *testing.B) {
 		}
 	})
 }
+
+// The checked decoder of the echo's params allocates nothing once it has
+// met their operation and scope: the input aliases the params, and the
+// two strings are the ones it decoded last time.
+func TestOperationCallCheckedDecodeReusesStrings(t *testing.T) {
+	doc := []byte(`{"operation":"bench.echo","input":{"seq":1},"authority":{"scope_id":"bench"}}`)
+	var p protocol.OperationCallParams
+	require.NoError(t, p.DecodeCheckedJSON(doc))
+	allocs := testing.AllocsPerRun(100, func() {
+		var q protocol.OperationCallParams
+		if err := q.DecodeCheckedJSON(doc); err != nil || q.Operation != "bench.echo" || q.Authority.ScopeID != "bench" {
+			t.Fatalf("%+v %v", q, err)
+		}
+	})
+	assert.Zero(t, allocs)
+	other := []byte(`{"operation":"other","authority":{"scope_id":"s2"}}`)
+	require.NoError(t, p.DecodeCheckedJSON(other))
+	assert.Equal(t, "other", p.Operation)
+	assert.Equal(t, "s2", p.Authority.ScopeID)
+}
