@@ -398,7 +398,7 @@ var sdkMutants = []Mutant{
 	{
 		Name: "sdk/serves-before-initialize", Package: "notes", Caught: "wire/initialize-first",
 		Breaks: "nothing but initialize is served before initialize",
-		Edits:  []Edit{edit(sdkServer, `if state == stateReady && dispatched`, `if state != stateShutdown && dispatched`)},
+		Edits:  []Edit{edit(sdkServer, `if state == stateReady && served`, `if state != stateShutdown && served`)},
 	},
 	{
 		Name: "sdk/ignores-version-mismatch", Package: "schedule", Caught: "lifecycle/version-mismatch",
@@ -454,7 +454,7 @@ var sdkMutants = []Mutant{
 	{
 		Name: "sdk/cancel-not-propagated", Package: "notes", Caught: "cancellation/honoured",
 		Breaks: "a $/cancel for an in-flight request stops its handler",
-		Edits:  []Edit{edit(sdkServer, "\tc := &inflightCall{parent: ctx}\n", "\tc := &inflightCall{parent: context.WithoutCancel(ctx)}\n")},
+		Edits:  []Edit{edit(sdkServer, "\tc := &inflightCall{parent: ctx, stop: s.stop}\n", "\tc := &inflightCall{parent: context.WithoutCancel(ctx), stop: s.stop}\n")},
 	},
 	{
 		// notes checks the schema again itself, which would hide the SDK's
