@@ -676,17 +676,16 @@ func (p *Process) running(ctx context.Context, wait bool) (*instance, error) {
 		p.mu.Unlock()
 		switch st {
 		case Running:
-			select {
-			case <-cur.ended:
-				// Crashed; the supervisor has yet to notice. Wait for it.
-			case <-cur.conn.Done():
-				// The connection broke and ended is about to close (a
-				// goroutine of its own closes it): a call made now, say
-				// right after the one the crash failed, would meet the
-				// dead connection instead of waiting for the restart.
-			default:
+			// Two single checks, not one select of both: a non-blocking
+			// receive from an open, empty channel takes no lock.
+			if !closed(cur.ended) && !closed(cur.conn.Done()) {
 				return cur, nil
 			}
+			// Crashed, and the supervisor has yet to notice; or the
+			// connection broke and ended is about to close (a goroutine
+			// of its own closes it): a call made now, say right after the
+			// one the crash failed, would meet the dead connection
+			// instead of waiting for the restart. Wait for it.
 		case Refused:
 			return nil, err
 		case Closed:
@@ -700,6 +699,16 @@ func (p *Process) running(ctx context.Context, wait bool) (*instance, error) {
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
+	}
+}
+
+// closed reports whether ch, which is only ever closed, is.
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
 }
 

@@ -42,3 +42,19 @@ func TestRunningSkipsAnInstanceWhoseConnectionEnded(t *testing.T) {
 	_, err = p.running(ctx, true)
 	assert.ErrorIs(t, err, context.Canceled, "a waiting call waits for the next state, bounded by its context")
 }
+
+// BenchmarkRunning is the check every Process.Call makes of the running
+// instance.
+func BenchmarkRunning(b *testing.B) {
+	r, w := io.Pipe()
+	b.Cleanup(func() { r.Close(); w.Close() })
+	conn := jsonrpc.NewConn(r, io.Discard, nil, nil)
+	b.Cleanup(func() { conn.Close() })
+	p := &Process{name: "notes", state: Running, cur: &instance{conn: conn, ended: make(chan struct{})}, ready: make(chan struct{})}
+	ctx := context.Background()
+	for range b.N {
+		if _, err := p.running(ctx, true); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
