@@ -110,6 +110,8 @@ func ServeConn(ctx context.Context, r io.Reader, w io.Writer, ext *Extension) er
 		}
 		return res, err
 	})
+	// No ReuseParams: operation.call's input aliases its request's params
+	// (serveOperationCall), which must stay the handler's own.
 	conn = jsonrpc.NewConn(r, w, handler, &jsonrpc.Options{
 		MaxInflight:   maxInflight,
 		DecodeError:   DecodeError,
