@@ -134,20 +134,15 @@ func (p OperationCallParams) AppendJSONWith(buf []byte, appendRaw func(buf, raw 
 }
 
 // DecodeJSON decodes data into p (JSONDecoder).
-func (p *OperationCallParams) DecodeJSON(data []byte) error {
-	q := *p
-	if decodeOperationCallParams(data, &q, false) {
-		*p = q
-		return nil
-	}
-	return unmarshalInto(data, p)
-}
+func (p *OperationCallParams) DecodeJSON(data []byte) error { return p.decode(data, false) }
 
 // DecodeCheckedJSON decodes data the transport checked into p
 // (CheckedJSONDecoder): Input aliases data.
-func (p *OperationCallParams) DecodeCheckedJSON(data []byte) error {
+func (p *OperationCallParams) DecodeCheckedJSON(data []byte) error { return p.decode(data, true) }
+
+func (p *OperationCallParams) decode(data []byte, checked bool) error {
 	q := *p
-	if decodeOperationCallParams(data, &q, true) {
+	if decodeOperationCallParams(data, &q, checked) {
 		*p = q
 		return nil
 	}
@@ -183,20 +178,15 @@ func (r OperationCallResult) AppendJSONWith(buf []byte, appendRaw func(buf, raw 
 }
 
 // DecodeJSON decodes data into r (JSONDecoder).
-func (r *OperationCallResult) DecodeJSON(data []byte) error {
-	q := *r
-	if decodeOperationCallResult(data, &q, false) {
-		*r = q
-		return nil
-	}
-	return unmarshalInto(data, r)
-}
+func (r *OperationCallResult) DecodeJSON(data []byte) error { return r.decode(data, false) }
 
 // DecodeCheckedJSON decodes data the transport checked into r
 // (CheckedJSONDecoder): Output aliases data.
-func (r *OperationCallResult) DecodeCheckedJSON(data []byte) error {
+func (r *OperationCallResult) DecodeCheckedJSON(data []byte) error { return r.decode(data, true) }
+
+func (r *OperationCallResult) decode(data []byte, checked bool) error {
 	q := *r
-	if decodeOperationCallResult(data, &q, true) {
+	if decodeOperationCallResult(data, &q, checked) {
 		*r = q
 		return nil
 	}
