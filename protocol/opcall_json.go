@@ -80,18 +80,11 @@ func (p OperationCallParams) AppendJSON(buf []byte) ([]byte, error) {
 		b, err := json.Marshal(p)
 		return append(buf, b...), err
 	}
-	buf = append(buf, `{"operation":`...)
-	buf = appendJSONString(buf, p.Operation)
-	if p.RequestID != "" {
-		buf = append(buf, `,"request_id":`...)
-		buf = appendJSONString(buf, p.RequestID)
-	}
-	if len(p.Input) > 0 {
-		buf = append(buf, `,"input":`...)
-		buf = append(buf, p.Input...)
-	}
-	return p.Authority.appendJSON(buf), nil
+	return p.AppendJSONWith(buf, appendRawAsIs)
 }
+
+// appendRawAsIs appends a raw member already found valid.
+func appendRawAsIs(buf, raw []byte) ([]byte, error) { return append(buf, raw...), nil }
 
 // appendJSON appends the authority member and closes the params object.
 func (a Authority) appendJSON(buf []byte) []byte {
@@ -158,9 +151,7 @@ func (r OperationCallResult) AppendJSON(buf []byte) ([]byte, error) {
 		b, err := json.Marshal(r) // encoding/json's verdict, as above
 		return append(buf, b...), err
 	}
-	buf = append(buf, `{"output":`...)
-	buf = append(buf, r.Output...)
-	return append(buf, '}'), nil
+	return r.AppendJSONWith(buf, appendRawAsIs)
 }
 
 // AppendJSONWith appends r as AppendJSON does, its output through
