@@ -51,6 +51,14 @@ func SetEagerDeadline(d time.Duration) (restore func()) {
 	return func() { eagerDeadline = old }
 }
 
+// SetReuseParams sets the ReuseParams option the connections ServeConn
+// starts from now on pass to the transport.
+func SetReuseParams(on bool) (restore func()) {
+	old := reuseParams
+	reuseParams = on
+	return func() { reuseParams = old }
+}
+
 // SetReleaseOnDone sets whether the connections ServeConn starts from now
 // on pass the reading on when an Eager handler asks for its context's Done
 // channel.

@@ -110,9 +110,8 @@ func ServeConn(ctx context.Context, r io.Reader, w io.Writer, ext *Extension) er
 		}
 		return res, err
 	})
-	// No ReuseParams: operation.call's input aliases its request's params
-	// (serveOperationCall), which must stay the handler's own.
 	conn = jsonrpc.NewConn(r, w, handler, &jsonrpc.Options{
+		ReuseParams:   reuseParams,
 		MaxInflight:   maxInflight,
 		DecodeError:   DecodeError,
 		Logf:          s.logf,
@@ -202,6 +201,12 @@ var releaseOnDone = true
 // benchmark can compare it with handing every request to a goroutine, or
 // with starting every request on the reader).
 var eagerServing = servedEager
+
+// reuseParams is the ReuseParams option ServeConn passes: off, since
+// operation.call's input aliases its request's params (serveOperationCall),
+// which a handler may keep (a variable for the negative control of
+// TestOperationInputsAreTheHandlersToKeep).
+var reuseParams = false
 
 // eagerDeadline is the EagerDeadline option ServeConn passes: zero, the
 // transport's default (a variable so a test can show what the deadline is
