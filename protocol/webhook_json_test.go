@@ -243,45 +243,12 @@ func FuzzWebhookJSON(f *testing.F) {
 }
 
 func BenchmarkWebhookCodec(b *testing.B) {
-	b.Run("params/fast", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			var p protocol.WebhookHandleParams
-			if err := p.DecodeJSON([]byte(plainWebhookParams)); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+	params, result := []byte(plainWebhookParams), []byte(plainWebhookResult)
+	benchDecode(b, "params/fast", params, (*protocol.WebhookHandleParams).DecodeJSON)
 	// The result as the host decodes a delivery's answer: from the call's
 	// own copy of it, checked by the transport (DecodeCheckedJSON), and
 	// as any data (DecodeJSON).
-	b.Run("result/checked", func(b *testing.B) {
-		b.ReportAllocs()
-		doc := []byte(plainWebhookResult)
-		for b.Loop() {
-			var r protocol.WebhookHandleResult
-			if err := r.DecodeCheckedJSON(doc); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("result/fast", func(b *testing.B) {
-		b.ReportAllocs()
-		doc := []byte(plainWebhookResult)
-		for b.Loop() {
-			var r protocol.WebhookHandleResult
-			if err := r.DecodeJSON(doc); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("params/encoding-json", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			var p protocol.WebhookHandleParams
-			if err := json.Unmarshal([]byte(plainWebhookParams), &p); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+	benchDecode(b, "result/checked", result, (*protocol.WebhookHandleResult).DecodeCheckedJSON)
+	benchDecode(b, "result/fast", result, (*protocol.WebhookHandleResult).DecodeJSON)
+	benchDecode(b, "params/encoding-json", params, unmarshal[protocol.WebhookHandleParams])
 }
