@@ -66,10 +66,7 @@ func TestAppenderParams(t *testing.T) {
 	assert.Equal(t, jsonrpc.CodeInvalidParams, answered.Code)
 
 	// The protocol's chunk params arrive as json.Marshal would have sent them.
-	chunk := make([]byte, 64<<10)
-	for i := range chunk {
-		chunk[i] = byte(i * 7)
-	}
+	chunk := testChunk()
 	p := protocol.ArtifactWriteParams{ArtifactID: "art_1", Offset: 1 << 20, Data: chunk}
 	require.NoError(t, client.Call(t.Context(), "take", p, nil))
 	want, err := json.Marshal(p)

@@ -114,10 +114,7 @@ func BenchmarkArtifact(b *testing.B) {
 
 func benchmarkArtifact(b *testing.B, peer string) {
 	conn := startPeerConn(b, peer)
-	chunk := make([]byte, 64<<10)
-	for i := range chunk {
-		chunk[i] = byte(i * 7)
-	}
+	chunk := testChunk()
 	type chunkParams struct {
 		Upload string `json:"upload"`
 		Offset int64  `json:"offset"`
@@ -171,4 +168,15 @@ func BenchmarkPipeRoundTrip(b *testing.B) {
 	// A 64 KiB chunk as base64 text, acknowledged by a short line.
 	chunk := base64.StdEncoding.AppendEncode(nil, make([]byte, 64<<10))
 	b.Run("chunk-64KiB", func(b *testing.B) { run(b, "raw-ack", append(chunk, '\n')) })
+}
+
+// testChunk is an artifact chunk of the size the SDK writes (64 KiB), of
+// bytes that are not all one value, for the benchmarks and tests that
+// send or decode one.
+func testChunk() []byte {
+	chunk := make([]byte, 64<<10)
+	for i := range chunk {
+		chunk[i] = byte(i * 7)
+	}
+	return chunk
 }

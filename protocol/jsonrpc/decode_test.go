@@ -122,10 +122,7 @@ func BenchmarkDecodeChunkParams(b *testing.B) {
 		Offset     int64  `json:"offset"`
 		Data       []byte `json:"data"`
 	}
-	chunk := make([]byte, 64<<10)
-	for i := range chunk {
-		chunk[i] = byte(i * 7)
-	}
+	chunk := testChunk()
 	params, err := json.Marshal(protocol.ArtifactWriteParams{ArtifactID: "art_0123456789abcdef0123456789abcdef", Offset: 1 << 20, Data: chunk})
 	if err != nil {
 		b.Fatal(err)

@@ -22,10 +22,7 @@ func BenchmarkEncodeChunk(b *testing.B) {
 		Offset int64  `json:"offset"`
 		Data   []byte `json:"data"`
 	}
-	chunk := make([]byte, 64<<10)
-	for i := range chunk {
-		chunk[i] = byte(i * 7)
-	}
+	chunk := testChunk()
 	r, w := io.Pipe()
 	b.Cleanup(func() { _ = w.Close() })
 	conn := jsonrpc.NewConn(r, discard{}, nil, nil)
