@@ -379,8 +379,12 @@ func crashUpdate(t *testing.T, dd dirs, source string) {
 	require.NoError(t, err)
 	line, err := bufio.NewReader(f).ReadString('\n')
 	f.Close()
-	require.NoError(t, err, stderr.String())
-	require.Equal(t, packages.HoldDisplaced+"\n", line)
+	if err != nil || line != packages.HoldDisplaced+"\n" {
+		// stderr is the command's to write until it has been waited for.
+		cmd.Process.Kill()
+		cmd.Wait()
+		require.FailNowf(t, "the update did not reach the hold", "read %q (%v); stderr: %s", line, err, stderr.String())
+	}
 	assert.NoDirExists(t, filepath.Join(dd.config, "extensions", "layoutext"), "held at the moment no release is in place")
 	require.NoError(t, cmd.Process.Kill())
 	_ = cmd.Wait()
