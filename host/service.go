@@ -32,6 +32,9 @@ type SecretResolver interface {
 // in-process caller. *runtime.Engine implements it.
 type Engine interface {
 	Emit(ctx context.Context, em runtime.Emitter, batch runtime.KVBatch, emissions []runtime.Emission) ([]runtime.EmissionOutcome, error)
+	// EmitWith is Emit with records that join the transaction after the
+	// outcomes (event.accept's writes, only with a newly added Event).
+	EmitWith(ctx context.Context, em runtime.Emitter, batch runtime.KVBatch, emissions []runtime.Emission, commit runtime.EmitCommit) ([]runtime.EmissionOutcome, error)
 	CancelWork(ctx context.Context, workID string) error
 	// Kick wakes the engine after the service wrote Events or timers
 	// through the store.
@@ -55,8 +58,9 @@ type ServiceConfig struct {
 	// Telemetry records telemetry.capture's events; nil refuses them
 	// (unsupported). The manifest's permission gates the method either way.
 	Telemetry TelemetryRecorder
-	// Engine, when set, accepts kv.commit emissions and cancels Work; without
-	// it the service writes through Store and bounds only a chain's depth.
+	// Engine, when set, accepts kv.commit emissions and event.accept's
+	// derived Events under its causal limits and cancels Work; without it
+	// the service writes through Store and bounds only a chain's depth.
 	Engine Engine
 	// MaxCausalDepth bounds derived chains without an Engine (default
 	// DefaultMaxCausalDepth).
@@ -571,6 +575,9 @@ func (s *Service) eventAccept(ctx context.Context, p protocol.EventAcceptParams)
 	if err != nil {
 		return out, err
 	}
+	if s.cfg.Engine != nil {
+		return s.eventAcceptEngine(ctx, st, g, batch, e)
+	}
 	err = st.Transact(ctx, func(tx runtime.Tx) error {
 		ev, added, err := s.accept(tx, g, e)
 		if err != nil {
@@ -629,10 +636,9 @@ func emitterOf(m *protocol.Manifest, scopes []string) runtime.Emitter {
 	return em
 }
 
-// kvCommitEngine hands a checked batch to the engine. A derived emission
-// without a scope takes its parent's, which must be visible.
-func (s *Service) kvCommitEngine(ctx context.Context, st runtime.Store, g generation, batch runtime.KVBatch, ems []protocol.Emission) (protocol.KVCommitResult, error) {
-	var out protocol.KVCommitResult
+// engineEmissions converts checked emissions for the engine. A derived
+// emission without a scope takes its parent's, which must be visible.
+func (s *Service) engineEmissions(ctx context.Context, st runtime.Store, g generation, ems []protocol.Emission) ([]runtime.Emission, error) {
 	rems := make([]runtime.Emission, len(ems))
 	err := st.View(ctx, func(tx runtime.ReadTx) error {
 		for i, e := range ems {
@@ -656,6 +662,16 @@ func (s *Service) kvCommitEngine(ctx context.Context, st runtime.Store, g genera
 		return nil
 	})
 	if err != nil {
+		return nil, err
+	}
+	return rems, nil
+}
+
+// kvCommitEngine hands a checked batch to the engine.
+func (s *Service) kvCommitEngine(ctx context.Context, st runtime.Store, g generation, batch runtime.KVBatch, ems []protocol.Emission) (protocol.KVCommitResult, error) {
+	var out protocol.KVCommitResult
+	rems, err := s.engineEmissions(ctx, st, g, ems)
+	if err != nil {
 		return out, err
 	}
 	outcomes, err := s.cfg.Engine.Emit(ctx, s.emitter(), batch, rems)
@@ -672,4 +688,36 @@ func (s *Service) kvCommitEngine(ctx context.Context, st runtime.Store, g genera
 		out.Accepted = append(out.Accepted, protocol.EmissionOutcome{Event: &ev, Added: o.Added})
 	}
 	return out, nil
+}
+
+// eventAcceptEngine accepts event.accept's derived Event through the
+// engine, so its chain meets the engine's causal limits (depth and
+// per-minute, the refusal recorded) as a kv.commit emission does. Its
+// writes join the transaction only with a newly added Event.
+func (s *Service) eventAcceptEngine(ctx context.Context, st runtime.Store, g generation, batch runtime.KVBatch, e protocol.Emission) (protocol.EventAcceptResult, error) {
+	var out protocol.EventAcceptResult
+	rems, err := s.engineEmissions(ctx, st, g, []protocol.Emission{e})
+	if err != nil {
+		return out, err
+	}
+	outcomes, err := s.cfg.Engine.EmitWith(ctx, s.emitter(), runtime.KVBatch{}, rems, commitIfAdded(batch))
+	if err != nil {
+		return out, err
+	}
+	if o := outcomes[0]; o.Refused != nil {
+		s.logf("event.accept refused: %v", o.Refused)
+		return out, wireError(o.Refused)
+	}
+	return protocol.EventAcceptResult{Event: wireEvent(outcomes[0].Event), Added: outcomes[0].Added}, nil
+}
+
+// commitIfAdded joins batch to an emission transaction whose one Emission
+// was newly added.
+type commitIfAdded runtime.KVBatch
+
+func (c commitIfAdded) Commit(outcomes []runtime.EmissionOutcome) (runtime.KVBatch, error) {
+	if len(outcomes) != 1 || !outcomes[0].Added {
+		return runtime.KVBatch{}, nil
+	}
+	return runtime.KVBatch(c), nil
 }

@@ -78,10 +78,18 @@ func (e *Engine) Refusals(ctx context.Context) ([]CausalRefusal, error) {
 // Event is named EmittedEventID(source, delivery_id), so emitting twice
 // is the same Event.
 func (e *Engine) Emit(ctx context.Context, em Emitter, batch KVBatch, emissions []Emission) ([]EmissionOutcome, error) {
+	return e.EmitWith(ctx, em, batch, emissions, nil)
+}
+
+// EmitWith is Emit with commit, when not nil, adding the records that join
+// the transaction once it has seen each Emission's outcome (they are
+// checked as batch is), as an operation's EmitPlan does: event.accept
+// commits its writes only with a newly added Event.
+func (e *Engine) EmitWith(ctx context.Context, em Emitter, batch KVBatch, emissions []Emission, commit EmitCommit) ([]EmissionOutcome, error) {
 	var out []EmissionOutcome
 	err := e.store.Transact(ctx, func(tx Tx) error {
 		var err error
-		out, err = e.emit(tx, em, batch, emissions, nil)
+		out, err = e.emit(tx, em, batch, emissions, commit)
 		return err
 	})
 	if err != nil {
