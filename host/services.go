@@ -174,13 +174,9 @@ func (s *Service) waitProgress(ctx context.Context, p protocol.WaitProgressParam
 	if err != nil {
 		return out, err
 	}
-	progress := p.Progress
-	if i := strings.IndexAny(progress, "\r\n"); i >= 0 {
-		progress = progress[:i]
-	}
-	if len(progress) > 120 {
-		progress = progress[:120]
-	}
+	// One line the operator reads, clipped as the runtime clips it for an
+	// in-process caller: no control characters, whole characters only.
+	progress := runtime.ClipLine(p.Progress, runtime.MaxWaitProgress)
 	err = st.Transact(ctx, func(tx runtime.Tx) error {
 		if _, err := s.visibleWork(tx, g, p.WorkID); err != nil {
 			return err
