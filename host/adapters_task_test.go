@@ -20,11 +20,11 @@ func TestRegistrationsCheckTheReconcileInterval(t *testing.T) {
 			Reconcile: reconcile, ReconcileInterval: interval}}}
 	}
 	for _, ok := range []protocol.ConfigureResult{src("", true), src("", false), src("1s", true), src("1h30m", true)} {
-		assert.NoError(t, host.CheckRegistrations(m, ok), "%+v", ok.Sources[0])
+		assert.NoError(t, host.CheckRegistrations(m, protocol.ConfigureParams{}, ok), "%+v", ok.Sources[0])
 	}
 	for _, bad := range []protocol.ConfigureResult{src("soon", true), src("999ms", true), src("-5m", true), src("5m", false),
 		src(strings.Repeat("9", 300)+"h", true)} {
-		err := host.CheckRegistrations(m, bad)
+		err := host.CheckRegistrations(m, protocol.ConfigureParams{}, bad)
 		assert.ErrorIs(t, err, protocol.ErrInvalid, "%+v", bad.Sources[0])
 		if err != nil {
 			assert.Less(t, len(err.Error()), 200, "the refusal does not echo a long value")

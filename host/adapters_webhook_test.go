@@ -59,6 +59,9 @@ func webhookExtension() *sdk.Extension {
 	}
 }
 
+// webhookConfigure configures wh in s1, the scope of its source.
+var webhookConfigure = protocol.ConfigureParams{Entries: []protocol.ConfigEntry{{ScopeID: "s1", ID: "e1", Type: "wh"}}}
+
 func TestRemoteWebhook(t *testing.T) {
 	fx := newFixture(t)
 	m, err := protocol.ParseManifest([]byte(webhookManifest))
@@ -66,7 +69,7 @@ func TestRemoteWebhook(t *testing.T) {
 	svc := host.NewService(host.ServiceConfig{Manifest: m, Store: fx.store})
 	ext, err := sdk.Attach(webhookExtension(), svc)
 	require.NoError(t, err)
-	att, err := host.Attach(ctxT(t), ext, svc, t.TempDir(), protocol.ConfigureParams{})
+	att, err := host.Attach(ctxT(t), ext, svc, t.TempDir(), webhookConfigure)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"/wh/in"}, svc.WebhookPaths())
 	r := host.NewRemote(att)
@@ -109,7 +112,7 @@ func TestCoveringWebhookPath(t *testing.T) {
 	}
 	ext, err := sdk.Attach(x, svc)
 	require.NoError(t, err)
-	_, err = host.Attach(ctxT(t), ext, svc, t.TempDir(), protocol.ConfigureParams{})
+	_, err = host.Attach(ctxT(t), ext, svc, t.TempDir(), webhookConfigure)
 	require.NoError(t, err)
 	require.ElementsMatch(t, registered, svc.WebhookPaths())
 

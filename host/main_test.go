@@ -39,6 +39,7 @@ func TestMain(m *testing.M) {
 //	no-version      initialize is refused with unsupported_protocol_version
 //	bad-manifest    initialize returns a manifest that differs from the file
 //	bad-register    configure registers a source outside its namespace
+//	foreign-scope   configure registers a source of its own in a scope it is not configured in
 //	ignore-sigterm  ignores SIGTERM and the end of stdin
 //	detach          starts a grandchild in its own session holding stderr
 //	stderr-flood    writes 2 MiB to stderr before it serves
@@ -143,6 +144,11 @@ func runChild(mode string) {
 			}
 			if mode == "bad-register" {
 				res.Sources = append(res.Sources, protocol.SourceDecl{Name: "someone-else/x"})
+			}
+			if mode == "foreign-scope" && len(res.Sources) > 0 {
+				// Its own source and families, in a scope it was not given.
+				res.Sources = append(res.Sources, protocol.SourceDecl{Name: res.Sources[0].Name + "-x", ScopeID: "not-mine",
+					Families: res.Sources[0].Families})
 			}
 			os.WriteFile("configured.json", req.Params, 0o600)
 			return res, nil

@@ -590,7 +590,7 @@ func (p *Process) configure(ctx context.Context, inst *instance, params protocol
 	if err := inst.conn.Call(ctx, "configure", params, &res); err != nil {
 		return fmt.Errorf("configure: %w", err)
 	}
-	if err := CheckRegistrations(p.cfg.Package.Manifest, res); err != nil {
+	if err := CheckRegistrations(p.cfg.Package.Manifest, params, res); err != nil {
 		return p.refuse(err)
 	}
 	if p.cfg.Service != nil {
@@ -599,15 +599,26 @@ func (p *Process) configure(ctx context.Context, inst *instance, params protocol
 	return nil
 }
 
-// CheckRegistrations checks what configure registered: every source in the
-// extension's source namespace with families it declares, and every webhook
-// path under /<name>.
-func CheckRegistrations(m *protocol.Manifest, res protocol.ConfigureResult) error {
+// CheckRegistrations checks what configure (params) registered: every
+// source in the extension's source namespace, with families it declares,
+// and in no scope or one params configures it in (its root Events are
+// accepted in the source's scope, so a source of another scope would be
+// a root of that scope's chains); and every webhook path under /<name>.
+func CheckRegistrations(m *protocol.Manifest, params protocol.ConfigureParams, res protocol.ConfigureResult) error {
 	families := declaredFamilies(m)
+	scopes := map[string]bool{}
+	for _, list := range [][]protocol.ConfigEntry{params.Entries, params.Disabled} {
+		for _, e := range list {
+			scopes[e.ScopeID] = true
+		}
+	}
 	var errs, invalid []error
 	for _, s := range res.Sources {
 		if !protocol.SourceNamespace(m.Name, s.Name) {
 			errs = append(errs, fmt.Errorf("source %q is outside the namespace of %s", s.Name, m.Name))
+		}
+		if s.ScopeID != "" && !scopes[s.ScopeID] {
+			errs = append(errs, fmt.Errorf("source %q is in scope %q, which is not one of the scopes %s is configured in", s.Name, clipText(s.ScopeID, 64), m.Name))
 		}
 		for _, f := range s.Families {
 			if !families[f] {

@@ -156,8 +156,9 @@ func TestFaultHangPastInTxDeadline(t *testing.T) {
 }
 
 // TestFaultRefusalsAreNotRestarted: a version mismatch, a manifest
-// mismatch, a KV downgrade and a registration outside the namespace are
-// deterministic refusals: Start returns ErrRefused, the package stays
+// mismatch, a KV downgrade, a registration outside the namespace and a
+// source in a scope the package is not configured in are deterministic
+// refusals: Start returns ErrRefused, the package stays
 // refused, the supervisor never schedules a restart, and the log says why.
 func TestFaultRefusalsAreNotRestarted(t *testing.T) {
 	for _, tc := range []struct {
@@ -170,6 +171,7 @@ func TestFaultRefusalsAreNotRestarted(t *testing.T) {
 		{"bad-manifest", "bad-manifest", 0, nil},
 		{"kv-downgrade", "good", 1, protocol.ErrKVDowngrade},
 		{"bad-register", "bad-register", 0, protocol.ErrUnauthorized},
+		{"foreign-scope", "foreign-scope", 0, protocol.ErrUnauthorized},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)

@@ -119,7 +119,7 @@ func (s *Service) Name() string { return s.name }
 // Configure records a configuration generation directly, as a successful
 // configure does; an in-process attachment and tests use it.
 func (s *Service) Configure(params protocol.ConfigureParams, res protocol.ConfigureResult) error {
-	if err := CheckRegistrations(s.cfg.Manifest, res); err != nil {
+	if err := CheckRegistrations(s.cfg.Manifest, params, res); err != nil {
 		return err
 	}
 	s.setGeneration(params, res)
