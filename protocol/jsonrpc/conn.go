@@ -65,19 +65,28 @@ type Options struct {
 	// copy the bytes itself.
 	ReuseParams bool
 
-	// Inline, when set, names the methods whose requests the reader
-	// serves itself, in order, instead of handing each to a new goroutine:
-	// that saves a goroutine and a wake-up per request, most of a small
-	// round trip's cost. It is for handlers that answer from their params
-	// or from memory: while one runs the Conn reads nothing, so a handler
-	// that calls back over the Conn or waits on the peer deadlocks, a slow
-	// one delays every message behind it, and $/cancel cannot reach it
-	// (its context still ends when the connection does). The bound on
-	// requests in flight, Seq and the mapping of errors are as for any
-	// handler. The peer must keep reading while it waits for the answer,
-	// as a Conn that serves its own requests in goroutines does. Under
-	// ReuseParams an inline handler's Params alias the read buffer.
-	Inline func(method string) bool
+	// Inline, when set, names the requests the reader serves itself, in
+	// order, instead of handing each to a new goroutine: that saves a
+	// goroutine and a wake-up per request, most of a small round trip's
+	// cost. It is for handlers that answer from their params or from
+	// memory: while one runs the Conn reads nothing, so a handler that
+	// calls back over the Conn or waits on the peer deadlocks, a slow one
+	// delays every message behind it, and $/cancel cannot reach it (its
+	// context still ends when the connection does). The bound on requests
+	// in flight, Seq and the mapping of errors are as for any handler. The
+	// peer must keep reading while it waits for the answer, as a Conn that
+	// serves its own requests in goroutines does. Under ReuseParams an
+	// inline handler's Params alias the read buffer.
+	//
+	// Inline sees each request's method and raw params (nil when it has
+	// none), since whether a handler can block may depend on what the
+	// params name (the SDK's operation.call names its operation there).
+	// It runs on the reader for every request and notification, before
+	// the bound is checked, so it must be cheap. params are one JSON value
+	// that keeps the strict rule (the line was checked whole); they alias
+	// the read buffer and are valid only until it returns: it must not
+	// keep or modify them.
+	Inline func(method string, params json.RawMessage) bool
 
 	// Eager, when set, names the methods whose requests the reader starts
 	// serving itself, like Inline, but without Inline's limits. A call the
@@ -93,8 +102,9 @@ type Options struct {
 	// blocks the stream for at most the deadline. Everything else is as for
 	// any handler: the bound on requests in flight, $/cancel (read by the
 	// handler's own call, or once the reading has passed on, and so within
-	// the deadline), Seq and the mapping of errors. A method that both
-	// Inline and Eager name is Inline. Params never alias the read buffer.
+	// the deadline), Seq and the mapping of errors. A request that Inline
+	// names is Inline, whatever Eager says of its method. Params never
+	// alias the read buffer.
 	//
 	// A call reading its own answer waits in the read itself, so what ends
 	// it from this side (Close, or the handler returning while a goroutine
@@ -134,7 +144,7 @@ type Options struct {
 // starts one reader goroutine, which decodes each line once and hands a
 // request to a new goroutine running the Handler; it never waits for a
 // handler, so responses to nested calls keep flowing while handlers run.
-// The exceptions are a method Options.Inline names, which the reader
+// The exceptions are a request Options.Inline names, which the reader
 // serves itself, and one Options.Eager names, which the reader starts
 // serving and hands on to a goroutine only when it runs long or calls with
 // a context other than its own (then a new goroutine takes over the
@@ -152,7 +162,7 @@ type Conn struct {
 	decodeError func(int, string, json.RawMessage) error
 	logf        func(string, ...any)
 	reuseParams bool
-	inline      func(string) bool
+	inline      func(string, json.RawMessage) bool
 	eager       func(string) bool
 	eagerFor    time.Duration
 	answered    func(*Request)
@@ -803,6 +813,8 @@ func (c *Conn) serve(m inMessage) bool {
 		req.ID = id
 	}
 	key := string(id)
+	// Decided outside the lock: the predicate may read the params.
+	inline := c.inline != nil && c.inline(m.method, m.params)
 	c.mu.Lock()
 	if c.err != nil {
 		c.mu.Unlock()
@@ -824,14 +836,14 @@ func (c *Conn) serve(m inMessage) bool {
 			return true
 		}
 	}
-	if c.inline != nil && c.inline(m.method) {
+	if inline {
 		if !req.Notification {
 			c.served++
 			req.Seq = c.served
 		}
 		c.mu.Unlock()
-		inline := req
-		c.serveInline(m, &inline)
+		inlineReq := req
+		c.serveInline(m, &inlineReq)
 		return true
 	}
 	// The request, its context and its Eager run in one allocation.

@@ -3,6 +3,7 @@ package jsonrpc_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"os"
 	"slices"
@@ -18,6 +19,8 @@ import (
 )
 
 func allEager(string) bool { return true }
+
+func allInline(string, json.RawMessage) bool { return true }
 
 // The transport suite over a peer that starts every request on its reader
 // (Options.Eager): cancellation, nested callbacks, the 32×50 concurrent
@@ -103,7 +106,7 @@ func TestEagerHandsOnAtACallback(t *testing.T) {
 	require.NoError(t, h.Call(t.Context(), "quick", []int{7}, nil), "the new reader serves on")
 
 	// Negative control: served Inline, the callback's answer is never read.
-	h2, _ := pipePair(t, host, peer, nil, &jsonrpc.Options{Inline: allEager})
+	h2, _ := pipePair(t, host, peer, nil, &jsonrpc.Options{Inline: allInline})
 	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 	defer cancel()
 	assert.ErrorIs(t, h2.Call(ctx, "nested", nil, nil), context.DeadlineExceeded, "an Inline handler's callback got an answer")
@@ -119,7 +122,7 @@ func TestEagerBlockingHandlerSeesCancel(t *testing.T) {
 		wantSeen bool
 	}{
 		{"eager", &jsonrpc.Options{Eager: allEager, EagerDeadline: time.Millisecond}, true},
-		{"inline", &jsonrpc.Options{Inline: allEager}, false},
+		{"inline", &jsonrpc.Options{Inline: allInline}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			seen := make(chan struct{})

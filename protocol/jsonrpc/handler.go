@@ -49,7 +49,7 @@ func (r *Request) DecodeParams(v any) error {
 }
 
 // Handler serves the requests and notifications a Conn receives. Each call
-// runs in its own goroutine (but those of Options.Inline methods, which run
+// runs in its own goroutine (but those Options.Inline names, which run
 // on the reader and must neither block nor call back), so Handle may block
 // and may call back through
 // ConnFromContext(ctx); ctx is cancelled when the peer sends $/cancel for

@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -21,7 +22,9 @@ import (
 // params or memory, which the inline peers serve on the reader.
 var peerInline = []string{"initialize", "test.echo", "test.fail", "test.release", "test.stdout", "artifact.write", "artifact.commit"}
 
-func inlinePeerMethod(method string) bool { return slices.Contains(peerInline, method) }
+func inlinePeerMethod(method string, _ json.RawMessage) bool {
+	return slices.Contains(peerInline, method)
+}
 
 // The transport suite over a peer that serves its pure methods inline:
 // cancellation, nested callbacks and the rest keep their semantics.
@@ -75,7 +78,7 @@ func TestInlineServedOnTheReader(t *testing.T) {
 		return req.Params, nil
 	}
 	peer := jsonrpc.Methods{"pure": record, "other": record}
-	h, _ := pipePair(t, nil, peer, nil, &jsonrpc.Options{Inline: func(m string) bool { return m == "pure" }})
+	h, _ := pipePair(t, nil, peer, nil, &jsonrpc.Options{Inline: func(m string, _ json.RawMessage) bool { return m == "pure" }})
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Go(func() {
@@ -95,12 +98,51 @@ func TestInlineServedOnTheReader(t *testing.T) {
 	assert.True(t, slices.IsSorted(seqs), "inline requests are served in stream order")
 }
 
+// Inline sees each request's params as well as its method, so a request
+// can be served on the reader for what its params say: here the same
+// method is Inline for params that say so and not for the rest (the
+// negative control), and the predicate saw exactly the params sent.
+func TestInlineDecidesFromParams(t *testing.T) {
+	var mu sync.Mutex
+	where := map[string][]bool{}
+	var seen []string
+	record := func(_ context.Context, req *jsonrpc.Request) (any, error) {
+		var p struct{ Pure bool }
+		assert.NoError(t, req.DecodeParams(&p))
+		mu.Lock()
+		defer mu.Unlock()
+		where[strconv.FormatBool(p.Pure)] = append(where[strconv.FormatBool(p.Pure)], onReader())
+		return req.Params, nil
+	}
+	inline := func(method string, params json.RawMessage) bool {
+		mu.Lock()
+		seen = append(seen, string(params))
+		mu.Unlock()
+		return method == "call" && string(params) == `{"pure":true}`
+	}
+	h, _ := pipePair(t, nil, jsonrpc.Methods{"call": record}, nil, &jsonrpc.Options{Inline: inline})
+	for range 20 {
+		for _, pure := range []bool{true, false} {
+			require.NoError(t, h.Call(t.Context(), "call", map[string]bool{"pure": pure}, nil))
+		}
+	}
+	require.NoError(t, h.Call(t.Context(), "call", nil, nil))
+	require.Len(t, where["true"], 20)
+	require.Len(t, where["false"], 21)
+	assert.NotContains(t, where["true"], false, "a request Inline named ran off the reader")
+	assert.NotContains(t, where["false"], true, "negative control: a request Inline did not name ran on the reader")
+	require.Len(t, seen, 41)
+	assert.Equal(t, `{"pure":true}`, seen[0])
+	assert.Equal(t, `{"pure":false}`, seen[1])
+	assert.Empty(t, seen[40], "no params: nil")
+}
+
 // Inline requests keep the bound: with MaxInflight goroutine handlers in
 // flight an inline request is answered overloaded, and the nested callback
 // of a handler in flight still gets its answer.
 func TestInlineKeepsTheBound(t *testing.T) {
 	assertBoundKeepsCallbacks(t, "pure", func(bound int) *jsonrpc.Options {
-		return &jsonrpc.Options{MaxInflight: bound, Inline: func(m string) bool { return m == "pure" }}
+		return &jsonrpc.Options{MaxInflight: bound, Inline: func(m string, _ json.RawMessage) bool { return m == "pure" }}
 	})
 }
 
@@ -160,7 +202,7 @@ func TestInlineErrorsAndPanics(t *testing.T) {
 		},
 		"panic": func(context.Context, *jsonrpc.Request) (any, error) { panic("boom") },
 	}
-	h, _ := pipePair(t, nil, peer, &jsonrpc.Options{DecodeError: decodeProtocolError}, &jsonrpc.Options{Inline: func(string) bool { return true }})
+	h, _ := pipePair(t, nil, peer, &jsonrpc.Options{DecodeError: decodeProtocolError}, &jsonrpc.Options{Inline: func(string, json.RawMessage) bool { return true }})
 	err := h.Call(t.Context(), "fail", nil, nil)
 	assert.ErrorIs(t, err, protocol.ErrConflict)
 	err = h.Call(t.Context(), "panic", nil, nil)

@@ -36,7 +36,7 @@ func BenchmarkOperationCallEcho(b *testing.B) {
 		hostR, hostW, extR, extW := pipes(b)
 		ext := jsonrpc.NewConn(extR, extW, jsonrpc.Methods{"bench.echo": func(_ context.Context, req *jsonrpc.Request) (any, error) {
 			return json.RawMessage(req.Params), nil
-		}}, &jsonrpc.Options{ReuseParams: true, Inline: func(string) bool { return true }})
+		}}, &jsonrpc.Options{ReuseParams: true, Inline: func(string, json.RawMessage) bool { return true }})
 		host := jsonrpc.NewConn(hostR, hostW, nil, nil)
 		b.Cleanup(func() { host.Close(); ext.Close() })
 		var out json.RawMessage

@@ -137,7 +137,7 @@ func Methods(p *workload.Peer) jsonrpc.Methods {
 // Inline names the methods that answer from their params or memory, which
 // the transport's reader serves itself (jsonrpc.Options.Inline); those that
 // call back or wait run in goroutines of their own.
-func Inline(method string) bool {
+func Inline(method string, _ json.RawMessage) bool {
 	switch method {
 	case workload.MethodInitialize, workload.MethodEcho, workload.MethodFail, workload.MethodRelease,
 		workload.MethodStdout, workload.MethodChunk, workload.MethodChunkCommit:
