@@ -231,6 +231,51 @@ func decodeOperationCallParams(data []byte, p *OperationCallParams, checked bool
 	return ok && d.end()
 }
 
+// OperationCallName returns the operation that operation.call params
+// name, read from data the transport checked (one JSON value keeping its
+// strict rule, CheckedJSONDecoder) without decoding the rest, when the
+// params name it plainly: an object whose members are among operation,
+// request_id, input and authority, each spelled exactly and present at
+// most once, the operation a string without escapes. Then every decoder
+// of OperationCallParams reads the same name. Anything else reports
+// false, since encoding/json might read another one (it matches member
+// names case-insensitively and keeps the last of duplicates). name
+// aliases data. It reads every member, skipping the values but the
+// operation's, so its cost grows with the params.
+func OperationCallName(data []byte) (name []byte, ok bool) {
+	d := jsonScan{b: data, checked: true}
+	more, ok := d.enterDocument()
+	var seen uint8
+	for ok && more {
+		var key []byte
+		if key, ok = d.key(); !ok {
+			return nil, false
+		}
+		var bit uint8
+		switch string(key) {
+		case "operation":
+			bit = 1
+			name, ok = d.plainString()
+		case "request_id":
+			bit, ok = 2, d.skipChecked()
+		case "input":
+			bit, ok = 4, d.skipChecked()
+		case "authority":
+			bit, ok = 8, d.skipChecked()
+		default:
+			return nil, false
+		}
+		if !ok || !once(&seen, bit) {
+			return nil, false
+		}
+		more, ok = d.next()
+	}
+	if !ok || seen&1 == 0 || !d.end() {
+		return nil, false
+	}
+	return name, true
+}
+
 func decodeOperationCallResult(data []byte, r *OperationCallResult, checked bool) bool {
 	d := jsonScan{b: data, checked: checked}
 	more, ok := d.enterDocument()

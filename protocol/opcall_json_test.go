@@ -98,6 +98,61 @@ func TestOperationCallDecodeAgreesWithEncodingJSON(t *testing.T) {
 	}
 }
 
+// OperationCallName reads a name only where every decoder reads the same
+// one: the table's documents that name an operation plainly, and none of
+// the others (folded, escaped or duplicate members, unknown ones, a name
+// that is not a plain string).
+func TestOperationCallNameAgreesWithTheDecoders(t *testing.T) {
+	named := map[string]string{
+		"plain":                                "bench.echo",
+		"spaces":                               "op",
+		"utf-8 string":                         "opé€😀",
+		"quotes and brackets in input strings": "after",
+		"number input then more":               "after",
+		"literal input then more":              "after",
+	}
+	for _, c := range opcallDocs {
+		t.Run(c.name, func(t *testing.T) {
+			checkOperationCallName(t, []byte(c.doc))
+			if !transportChecked([]byte(c.doc)) {
+				return // what the transport never passes on
+			}
+			name, ok := protocol.OperationCallName([]byte(c.doc))
+			want, plain := named[c.name]
+			assert.Equal(t, plain, ok, "named plainly")
+			assert.Equal(t, want, string(name))
+		})
+	}
+	for _, doc := range []string{
+		`{"operation":"p","Operation":"h"}`, `{"Operation":"h","operation":"p"}`, `{"operation":"p","operation":"h"}`,
+		`{"operation":"p","input":{"operation":"h"}}`, `{"input":"\"operation\":\"h\"","operation":"p"}`,
+		`{"operation":"p\u0068"}`, `{"operation":"p","authority":"s"}`, `{"operation":"p","request_id":7}`,
+		`{"operation":"p"} `, `{"operation":"p","input":` + nested(20000) + `}`,
+	} {
+		checkOperationCallName(t, []byte(doc))
+	}
+}
+
+// checkOperationCallName requires that when OperationCallName reads a name
+// from checked data, each decoder that accepts the data reads that name.
+func checkOperationCallName(t *testing.T, doc []byte) {
+	t.Helper()
+	name, ok := protocol.OperationCallName(doc) // never panics, whatever doc
+	if !ok || !transportChecked(doc) {
+		return
+	}
+	var viaJSON, viaChecked protocol.OperationCallParams
+	if json.Unmarshal(doc, &viaJSON) == nil {
+		assert.Equal(t, string(name), viaJSON.Operation, "encoding/json reads another operation in %q", doc)
+	}
+	if viaChecked.DecodeCheckedJSON(doc) == nil {
+		assert.Equal(t, string(name), viaChecked.Operation, "the checked decoder reads another operation in %q", doc)
+	}
+	if p, err := protocol.DecodeParams[protocol.OperationCallParams](json.RawMessage(doc)); err == nil {
+		assert.Equal(t, string(name), p.Operation, "DecodeParams reads another operation in %q", doc)
+	}
+}
+
 func TestOperationCallResultDecodeAgreesWithEncodingJSON(t *testing.T) {
 	for _, doc := range []string{`{"output":{"seq":1}}`, `{}`, `null`, `{"output":null}`, ` { "output" : [1, "a"] } `,
 		`{"output":1,"output":2}`, `{"Output":1}`, `{"output":1,"x":2}`, `{"output":}`, `[]`, ``} {
@@ -263,6 +318,7 @@ func FuzzOperationCallJSON(f *testing.F) {
 	f.Add([]byte(`{"output":{"seq":1,"text":"hello"}}`))
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		checkOperationCallDecode(t, doc)
+		checkOperationCallName(t, doc)
 		var p protocol.OperationCallParams
 		var r protocol.OperationCallResult
 		if p.DecodeJSON(doc) == nil && r.DecodeJSON(doc) == nil {
