@@ -79,7 +79,10 @@ func checkExtension(ext *Extension, m *protocol.Manifest) error {
 			continue
 		}
 		at := fmt.Sprintf("operation %q", o.Name)
-		need(h.Handler != nil, o.Kind == protocol.OperationKindHandler, at+" (kind handler)")
+		need(h.Handler != nil || h.Pure != nil, o.Kind == protocol.OperationKindHandler, at+" (kind handler)")
+		if h.Handler != nil && h.Pure != nil {
+			fail("%s sets both Handler and Pure: set one", at)
+		}
 		need(h.Wait != nil, o.Kind == protocol.OperationKindWait, at+" (kind wait)")
 		need(h.DependencyFilter != nil, o.DependencyFilter, at+" dependency_filter")
 		need(h.Emit != nil, o.Kind == protocol.OperationKindEmit, at+" (kind emit)")

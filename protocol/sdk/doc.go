@@ -29,18 +29,32 @@
 //		}
 //	}
 //
-// How requests are served: a request whose handler may call the host (a
-// Func: operations, tasks, executors, ingress, webhooks …) runs in a
-// goroutine of its own, so it may block, call back and wait on its context
-// freely; it sees $/cancel and counts towards the bound of
-// protocol.MaxInflight requests in flight. A request for a PureFunc
-// (routes, validate, the in-transaction methods) starts on the
-// connection's reader, which spares a goroutine and a wake-up; if it
-// blocks or runs longer than jsonrpc.DefaultEagerDeadline it is handed to
-// a goroutine there and then (jsonrpc.Options.Eager), so it sees $/cancel
-// too and holds the stream up for no more than the deadline, which Go's
-// timers honour to about a millisecond in an idle process. There is no
-// unbounded inline mode.
+// How requests are served: every request counts towards the bound of
+// protocol.MaxInflight requests in flight (over it the host gets
+// overloaded) and crosses its errors the same way. Most run in a
+// goroutine of their own, so they may block, call back and wait on their
+// context freely, and see $/cancel: configure, tasks, checks, executors,
+// ingress. Those that usually answer at once start on the connection's
+// reader, which spares a goroutine and a wake-up (jsonrpc.Options.Eager):
+// the PureFuncs (routes, validate, the in-transaction methods), a
+// Handler's operation.call and webhook.handle. One of those that calls
+// the host, or asks for its context's Done, hands the reading to a new
+// goroutine there and then; one that blocks or runs long otherwise is
+// handed on at jsonrpc.DefaultEagerDeadline, which Go's timers honour to
+// about a millisecond in an idle process, so it holds the stream up for
+// no longer and sees $/cancel too.
+//
+// An Operation with Pure instead of Handler declares that it answers from
+// the call alone and will not block; it gets no Host and no context. Its calls are
+// served Inline (jsonrpc.Options.Inline): the reader runs it as it reads
+// the call and writes the answer before it reads on, with no goroutine,
+// no deadline timer and no request context, the cheapest way the SDK
+// answers anything. The reader decides from the params' operation member
+// (protocol.OperationCallName), so only a call that names a Pure operation
+// plainly is served so; anything else is served as a Handler's would be.
+// The declaration is the author's promise: a Pure function that blocks
+// or runs long holds up every message behind it, a $/cancel included,
+// for as long as it runs.
 //
 // The wire itself, for authors in other languages, is documented by the
 // transcripts in testdata/transcripts: each file shows what the host sends

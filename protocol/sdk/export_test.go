@@ -1,6 +1,10 @@
 package sdk
 
-import "time"
+import (
+	"bytes"
+	"context"
+	"time"
+)
 
 // SetMaxInflight sets the bound on requests served at once for the
 // connections ServeConn starts from now on, and returns a function that
@@ -66,4 +70,44 @@ func SetReleaseOnDone(on bool) (restore func()) {
 	old := releaseOnDone
 	releaseOnDone = on
 	return func() { releaseOnDone = old }
+}
+
+// SetInlinePure sets whether the connections ServeConn starts from now on
+// have the reader serve a Pure operation's calls itself (Inline); off,
+// they start on the reader as a Handler's do (Eager).
+func SetInlinePure(on bool) (restore func()) {
+	old := inlinePure
+	inlinePure = on
+	return func() { inlinePure = old }
+}
+
+// ServedInline is what ServeConn's Inline predicate says of a request to
+// ext, for the benchmark of its cost.
+func ServedInline(ext *Extension) (func(method string, params []byte) bool, error) {
+	s, err := newServer(ext, CallerFunc(func(context.Context, string, any, any) error { return nil }))
+	if err != nil {
+		return nil, err
+	}
+	return func(method string, params []byte) bool { return s.servedInline(method, params) }, nil
+}
+
+// SetFirstOperationName makes the connections ServeConn starts from now on
+// decide what to serve Inline by the first "operation" member the params
+// hold, whatever else they hold, as a naive scan would.
+func SetFirstOperationName() (restore func()) {
+	old := operationCallName
+	operationCallName = func(params []byte) ([]byte, bool) {
+		const member = `"operation":"`
+		i := bytes.Index(params, []byte(member))
+		if i < 0 {
+			return nil, false
+		}
+		rest := params[i+len(member):]
+		j := bytes.IndexByte(rest, '"')
+		if j < 0 {
+			return nil, false
+		}
+		return rest[:j], true
+	}
+	return func() { operationCallName = old }
 }

@@ -160,11 +160,33 @@ type Ingress struct {
 }
 
 // Operation is a toolbelt operation. Set the function of its kind: Handler
-// for a handler operation, Wait for a wait, Emit for an emit.
+// or Pure for a handler operation, Wait for a wait, Emit for an emit.
 type Operation struct {
 	// Handler serves a handler operation. It must be idempotent on the
 	// call's request id: see Once and IntentKey.
 	Handler Func[protocol.OperationCallParams, protocol.OperationCallResult]
+	// Pure, set instead of Handler, serves a handler operation that
+	// answers from the call alone (its input, request id and authority):
+	// a conversion, a check, a computation over the input. Over the wire
+	// the connection's reader serves such a call itself, as it reads it,
+	// with no goroutine, no timer and no context of its own
+	// (jsonrpc.Options.Inline), which makes it the cheapest call an
+	// extension answers. The price is what Pure may not do. While it
+	// runs, the extension reads nothing, so it must not block (on a
+	// channel, a lock held elsewhere, I/O, a sleep), must not call the
+	// host (it gets no Host, and a Host kept from elsewhere would wait
+	// for an answer nobody reads: the extension hangs), and it cannot be
+	// cancelled: a $/cancel for the call is read only after it returned,
+	// and it gets no context to watch. A slow one holds up every message
+	// behind it, other calls, answers to other handlers' host calls and
+	// cancellations included. Anything that may take longer than a few
+	// microseconds of CPU belongs in Handler. Its errors cross as a
+	// Handler's do, a panic as internal, and the bound of
+	// protocol.MaxInflight requests in flight answers it overloaded as it
+	// does any request. Answering from the call alone, it is idempotent on
+	// the request id by construction: it needs no Once. In process
+	// (Attach) it is called directly, as Handler would be.
+	Pure func(call protocol.OperationCallParams) (protocol.OperationCallResult, error)
 	// Wait plans the Wait of a wait operation.
 	Wait Func[protocol.OperationWaitParams, protocol.OperationWaitResult]
 	// DependencyFilter decides whether an Event wakes the wait's Wait;

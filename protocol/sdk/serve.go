@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -87,6 +88,10 @@ func ServeConn(ctx context.Context, r io.Reader, w io.Writer, ext *Extension) er
 			return jsonrpc.ConnFromContext(ctx)
 		}
 	}
+	var inline func(string, json.RawMessage) bool
+	if inlinePure {
+		inline = s.servedInline
+	}
 	shutdownAcked := make(chan struct{})
 	var ackOnce sync.Once
 	handler := jsonrpc.HandlerFunc(func(ctx context.Context, req *jsonrpc.Request) (any, error) {
@@ -115,6 +120,7 @@ func ServeConn(ctx context.Context, r io.Reader, w io.Writer, ext *Extension) er
 		MaxInflight:   maxInflight,
 		DecodeError:   DecodeError,
 		Logf:          s.logf,
+		Inline:        inline,
 		Eager:         eager,
 		EagerDeadline: eagerDeadline,
 		Answered:      func(*jsonrpc.Request) { taken.answered() },
@@ -152,7 +158,8 @@ func ServeConn(ctx context.Context, r io.Reader, w io.Writer, ext *Extension) er
 
 // servedEager says which requests the transport's reader starts serving
 // itself (jsonrpc.Options.Eager), rather than handing each to a goroutine
-// at once:
+// at once (an operation.call for an Operation with Pure is served Inline
+// instead: server.servedInline):
 //
 //   - those whose handlers are PureFuncs, which get no Host and cannot
 //     call back (routes, validate and the four in-transaction methods):
@@ -190,6 +197,12 @@ func servedEager(method string) bool {
 	mt, ok := protocol.LookupMethod(method)
 	return ok && mt.InTransaction && mt.Direction == protocol.HostToExtension
 }
+
+// inlinePure says whether ServeConn has the reader serve operation.call
+// for an Operation with Pure itself (server.servedInline; a variable for
+// the negative controls of the tests that show it, which then see such a
+// call started Eager as a Handler's is).
+var inlinePure = true
 
 // releaseOnDone says whether the context of a handler the reader started
 // passes the reading on when asked for Done (inflightCall.Done; a

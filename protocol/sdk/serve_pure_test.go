@@ -197,41 +197,53 @@ func servedOverPipes(t *testing.T, ext *sdk.Extension) *jsonrpc.Conn {
 
 // An operation's input is the handler's to keep: it aliases the request's
 // params (no copy), so the transport must never reuse their memory for a
-// later request. The negative control turns ReuseParams on, and the inputs
-// kept change under the handler.
+// later request, whether the call is started Eager (Handler) or served
+// Inline (Pure). The negative control turns ReuseParams on, and the inputs
+// kept change under the handler (Inline, they alias the read buffer).
 func TestOperationInputsAreTheHandlersToKeep(t *testing.T) {
-	for _, reuse := range []bool{false, true} {
-		t.Run(map[bool]string{false: "as served", true: "negative control: params reused"}[reuse], func(t *testing.T) {
-			t.Cleanup(sdk.SetReuseParams(reuse))
-			var kept []json.RawMessage // each input as the handler got it, not copied
-			ext := &sdk.Extension{
-				Manifest: []byte(`{"name":"keeper","version":"1.0.0","command":["keeper"],"protocol":[1],` +
-					`"provides":{"operations":[{"name":"keeper.keep","kind":"handler"}]}}`),
-				Operations: map[string]sdk.Operation{"keeper.keep": {Handler: func(_ context.Context, _ *sdk.Host, c protocol.OperationCallParams) (protocol.OperationCallResult, error) {
+	for _, pure := range []bool{false, true} {
+		for _, reuse := range []bool{false, true} {
+			name := map[bool]string{false: "Handler", true: "Pure"}[pure] + ", " +
+				map[bool]string{false: "as served", true: "negative control: params reused"}[reuse]
+			t.Run(name, func(t *testing.T) {
+				t.Cleanup(sdk.SetReuseParams(reuse))
+				var kept []json.RawMessage // each input as the handler got it, not copied
+				keep := func(c protocol.OperationCallParams) (protocol.OperationCallResult, error) {
 					kept = append(kept, c.Input) // calls are sequential: no lock needed
 					return protocol.OperationCallResult{}, nil
-				}}},
-				Logf: func(string, ...any) {},
-			}
-			host := servedOverPipes(t, ext)
-			input := func(i int) string { return fmt.Sprintf(`"input %03d %s"`, i, strings.Repeat("x", i%7)) }
-			const calls = 100
-			for i := range calls {
-				params := protocol.OperationCallParams{Operation: "keeper.keep", Input: json.RawMessage(input(i)), Authority: protocol.Authority{ScopeID: "s"}}
-				require.NoError(t, host.Call(t.Context(), "operation.call", params, nil))
-			}
-			require.Len(t, kept, calls)
-			changed := 0
-			for i, in := range kept {
-				if string(in) != input(i) {
-					changed++
 				}
-			}
-			if reuse {
-				assert.NotZero(t, changed, "with ReuseParams the kept inputs are overwritten")
-			} else {
-				assert.Zero(t, changed, "every input the handler kept is still what was sent")
-			}
-		})
+				op := sdk.Operation{Pure: keep}
+				if !pure {
+					op = sdk.Operation{Handler: func(_ context.Context, _ *sdk.Host, c protocol.OperationCallParams) (protocol.OperationCallResult, error) {
+						return keep(c)
+					}}
+				}
+				ext := &sdk.Extension{
+					Manifest: []byte(`{"name":"keeper","version":"1.0.0","command":["keeper"],"protocol":[1],` +
+						`"provides":{"operations":[{"name":"keeper.keep","kind":"handler"}]}}`),
+					Operations: map[string]sdk.Operation{"keeper.keep": op},
+					Logf:       func(string, ...any) {},
+				}
+				host := servedOverPipes(t, ext)
+				input := func(i int) string { return fmt.Sprintf(`"input %03d %s"`, i, strings.Repeat("x", i%7)) }
+				const calls = 100
+				for i := range calls {
+					params := protocol.OperationCallParams{Operation: "keeper.keep", Input: json.RawMessage(input(i)), Authority: protocol.Authority{ScopeID: "s"}}
+					require.NoError(t, host.Call(t.Context(), "operation.call", params, nil))
+				}
+				require.Len(t, kept, calls)
+				changed := 0
+				for i, in := range kept {
+					if string(in) != input(i) {
+						changed++
+					}
+				}
+				if reuse {
+					assert.NotZero(t, changed, "with ReuseParams the kept inputs are overwritten")
+				} else {
+					assert.Zero(t, changed, "every input the handler kept is still what was sent")
+				}
+			})
+		}
 	}
 }

@@ -40,8 +40,10 @@ type server struct {
 	// first declaration's), by name, worked out once for the same reason
 	// (one lookup a call).
 	operations map[string]operationEntry
-	host       *Host
-	logf       func(string, ...any)
+	// anyPure says an operation has Pure (servedInline).
+	anyPure bool
+	host    *Host
+	logf    func(string, ...any)
 	// readerConn, when set, says for a request whose handler the
 	// transport's reader started which Conn that is (ServeConn), so the
 	// handler's context can pass the reading on (inflightCall.Done).
@@ -231,6 +233,7 @@ func newServer(ext *Extension, host Caller) (*server, error) {
 	}
 	for name, op := range ext.Operations {
 		s.operations[name] = operationEntry{op: op}
+		s.anyPure = s.anyPure || op.Pure != nil
 	}
 	for _, d := range m.Provides.Operations {
 		if e, ok := s.operations[d.Name]; ok && !e.declared {
