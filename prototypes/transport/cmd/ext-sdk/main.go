@@ -37,8 +37,10 @@ func main() {
 	// hands back its params: both sides do the same work. (It went through
 	// op's json.Marshal before, which re-validated and compacted the input
 	// on this side only: about 3 µs of CPU an echo the bare side never
-	// spent.)
-	ops[workload.MethodEcho] = sdk.Operation{Handler: func(_ context.Context, _ *sdk.Host, c protocol.OperationCallParams) (protocol.OperationCallResult, error) {
+	// spent.) It answers from its call alone, so it is a Pure operation,
+	// which the SDK serves on the reader (Inline), as ext-jsonrpc serves
+	// its echo.
+	ops[workload.MethodEcho] = sdk.Operation{Pure: func(c protocol.OperationCallParams) (protocol.OperationCallResult, error) {
 		return protocol.OperationCallResult{Output: c.Input}, nil
 	}}
 	op(workload.MethodFail, func(_ context.Context, _ *sdk.Host, in json.RawMessage) (any, error) {
