@@ -111,3 +111,11 @@ func ArtifactWriteFastForTest(doc []byte) bool {
 	var p ArtifactWriteParams
 	return decodeArtifactWriteParams(doc, &p)
 }
+
+// AuthorityFastForTest reads data as the fast decoder of operation.call
+// reads its authority member, reporting whether the fast path took it.
+func AuthorityFastForTest(data []byte) (Authority, bool) {
+	var a Authority
+	d := jsonScan{b: data}
+	return a, d.authorityInto(&a)
+}

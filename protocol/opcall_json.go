@@ -317,7 +317,6 @@ func (d *jsonScan) authorityInto(a *Authority) bool {
 		default:
 			return false
 		}
-		ok := false
 		if bit == 1 {
 			ok = d.stringLast(field, &lastScope)
 		} else {

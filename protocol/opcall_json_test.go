@@ -418,3 +418,21 @@ func TestOperationCallCheckedDecodeReusesStrings(t *testing.T) {
 	assert.Equal(t, "other", p.Operation)
 	assert.Equal(t, "s2", p.Authority.ScopeID)
 }
+
+// The authority reader reports a syntax error after a member itself. The
+// whole decoder would still refuse such a document (its own next member
+// read fails at the same byte), which is why the decoder tests above
+// cannot see this.
+func TestOperationCallAuthorityRefusesWhatFollowsAMemberBadly(t *testing.T) {
+	for _, doc := range []string{
+		`{"scope_id":"a" "work_id":"b"}`,
+		`{"scope_id":"a"`,
+		`{"scope_id":"a";}`,
+	} {
+		_, ok := protocol.AuthorityFastForTest([]byte(doc))
+		assert.False(t, ok, doc)
+	}
+	a, ok := protocol.AuthorityFastForTest([]byte(`{"scope_id":"a","work_id":"b"}`))
+	assert.True(t, ok)
+	assert.Equal(t, protocol.Authority{ScopeID: "a", WorkID: "b"}, a)
+}
