@@ -290,16 +290,6 @@ func scope(d PackageDriver) string {
 	return "certify"
 }
 
-// currentSchema is the current schema of family's base in m, "" for none.
-func currentSchema(m *protocol.Manifest, family string) string {
-	for _, s := range m.Provides.Schemas {
-		if s.Base == family && len(s.Versions) > 0 {
-			return fmt.Sprintf("%s.v%d", s.Base, s.Versions[len(s.Versions)-1])
-		}
-	}
-	return ""
-}
-
 func families(m *protocol.Manifest) []string {
 	var out []string
 	for _, e := range m.Provides.Extensions {

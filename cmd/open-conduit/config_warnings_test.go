@@ -56,7 +56,7 @@ func TestConfigCommandsPrintPackageWarnings(t *testing.T) {
 	assert.Equal(t, exitFail, code)
 	assert.Contains(t, stdout, "warnings (1):\n"+line, "an invalid document's warnings too\n%s%s", stdout, stderr)
 
-	code, stdout, stderr = ops(d, "config", "apply", refused)
+	code, _, stderr = ops(d, "config", "apply", refused)
 	assert.Equal(t, exitFail, code, "refused: exit 1")
 	assert.Contains(t, stderr, "$.scopes[0].entries[0]", "the refusal's diagnostic")
 	assert.Contains(t, stderr, "warnings (1):\n"+line, "a refused apply prints the warnings\n%s", stderr)

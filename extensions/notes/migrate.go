@@ -52,7 +52,6 @@ func moveLegacyRecords(ctx context.Context, host *sdk.Host) error {
 			return err
 		}
 		for _, item := range page.Items {
-			after = item.Key
 			_, err := host.Update(ctx, func(t *sdk.Txn) error {
 				value, found, err := t.Get(NamespaceLegacy, item.Key)
 				if err != nil || !found {

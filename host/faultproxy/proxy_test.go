@@ -187,7 +187,6 @@ func (c *child) waitFired() string {
 type manualTimers struct {
 	mu      sync.Mutex
 	pending []manualTimer
-	added   chan struct{}
 }
 
 type manualTimer struct {

@@ -205,7 +205,7 @@ func Unpack(r io.Reader, dest string) error {
 		switch h.Typeflag {
 		case tar.TypeDir:
 			err = w.dir(rel)
-		case tar.TypeReg, tar.TypeRegA:
+		case tar.TypeReg: // the reader reports a legacy TypeRegA as TypeReg or TypeDir
 			if h.Size > MaxPackageBytes {
 				return fmt.Errorf("%w: entry %q is %d bytes, over %d", ErrTooLarge, clip(rel), h.Size, MaxPackageBytes)
 			}

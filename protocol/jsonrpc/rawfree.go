@@ -30,7 +30,6 @@ var (
 	marshalerType  = reflect.TypeFor[json.Marshaler]()
 	textMarshaler  = reflect.TypeFor[encoding.TextMarshaler]()
 	jsonNumberType = reflect.TypeFor[json.Number]()
-	byteSliceType  = reflect.TypeFor[[]byte]()
 )
 
 // strictType is encodesStrict without the cache; seen breaks cycles (a

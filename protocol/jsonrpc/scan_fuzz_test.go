@@ -22,17 +22,16 @@ func FuzzLongStringScan(f *testing.F) {
 		}, nil)
 		for _, in := range [][]byte{line, append(bytes.Clone(line), `"}}`...), append(bytes.Clone(line), `"}`...)} {
 			type outcome struct {
-				m            inMessage
-				err          error
-				strict       string
-				valid        bool
-				skipEnd      int
-				skipErr      error
-				noteOff      int
-				noteWhat     string
-				noteInText   bool
-				notePairLow  int
-				valueAtSkip0 bool
+				m           inMessage
+				err         error
+				strict      string
+				valid       bool
+				skipEnd     int
+				skipErr     error
+				noteOff     int
+				noteWhat    string
+				noteInText  bool
+				notePairLow int
 			}
 			run := func() outcome {
 				var o outcome

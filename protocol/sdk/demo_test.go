@@ -27,11 +27,10 @@ type note struct {
 
 // demo records what its handlers saw, for the tests to check.
 type demo struct {
-	mu       sync.Mutex
-	log      []string
-	effects  map[string]int // the external system Once guards: intent → times made
-	matched  []json.RawMessage
-	failDone bool // fail the first "done" record of Once, as a crash would
+	mu      sync.Mutex
+	log     []string
+	effects map[string]int // the external system Once guards: intent → times made
+	matched []json.RawMessage
 }
 
 func (d *demo) record(format string, args ...any) {

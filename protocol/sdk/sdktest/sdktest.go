@@ -259,7 +259,7 @@ func call[P, R any](params any, f func(P) (R, error)) (any, error) {
 func (h *Host) kvGet(p protocol.KVGetParams) (protocol.KVGetResult, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	v, ok := h.kv[protocol.KVKey{Namespace: p.Namespace, Key: p.Key}]
+	v, ok := h.kv[protocol.KVKey(p)]
 	if !ok {
 		return protocol.KVGetResult{}, nil
 	}
